@@ -1,0 +1,80 @@
+/** `inventory-mirror simulate`: the built-in API simulator, in the foreground. */
+import { ConfigError } from "../../core/errors.js";
+import { parseFaultSpec, startSimulator, type SimulatorOptions } from "../../simulator/index.js";
+
+function int(v: unknown, name: string, min = 0): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!/^\d+$/.test(String(v)) || n < min) throw new ConfigError(`--${name}: expected a whole number >= ${min}, got "${String(v)}"`);
+  return n;
+}
+function num(v: unknown, name: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`--${name}: expected a positive number, got "${String(v)}"`);
+  return n;
+}
+
+export default async function simulate(v: Record<string, unknown>): Promise<number> {
+  const opts: SimulatorOptions = { port: int(v.port, "port") ?? 4010, host: (v.host as string | undefined) ?? "127.0.0.1" };
+  const set = <K extends keyof SimulatorOptions>(k: K, val: SimulatorOptions[K] | undefined) => {
+    if (val !== undefined) opts[k] = val;
+  };
+  set("seed", int(v.seed, "seed"));
+  set("skus", int(v.skus, "skus"));
+  set("roots", int(v.roots, "roots", 1));
+  set("sectionsPerRoot", int(v.sections, "sections", 1));
+  set("leavesPerSection", int(v.leaves, "leaves", 1));
+  set("historyDepth", int(v.history, "history"));
+  set("workspaceName", v["workspace-name"] as string | undefined);
+  set("prefix", v.prefix as string | undefined);
+  if (process.env.INVENTORY_API_KEY) opts.apiKey = process.env.INVENTORY_API_KEY;
+  const rps = num(v["quota-rps"], "quota-rps");
+  if (rps !== undefined) {
+    const burst = num(v["quota-burst"], "quota-burst");
+    opts.quota = burst === undefined ? { requestsPerSecond: rps } : { requestsPerSecond: rps, burst };
+  }
+  const faults = (v.fault as string[] | undefined) ?? [];
+  try {
+    opts.faults = faults.map(parseFaultSpec);
+  } catch (err) {
+    throw new ConfigError(`--fault: ${(err as Error).message}`);
+  }
+  const churnPct = v.churn === undefined ? undefined : num(v.churn, "churn");
+  const churnEvery = num(v["churn-interval"], "churn-interval") ?? 60;
+
+  const t0 = Date.now();
+  const sim = await startSimulator(opts);
+  const truth = sim.groundTruth();
+  process.stdout.write(
+    [
+      `inventory-mirror simulator listening (workspace generated in ${Date.now() - t0} ms)`,
+      `  base URL   ${sim.baseUrl}`,
+      `  key        ${sim.apiKey}`,
+      `  workspace  ${truth.workspace.workspace.name} (${truth.workspace.workspace.id}): ${truth.skus.length} SKUs, ${truth.locations.length} locations`,
+      "",
+      "Mirror it from another terminal:",
+      `  export INVENTORY_BASE_URL=${sim.baseUrl}`,
+      `  export INVENTORY_API_KEY=${sim.apiKey}`,
+      "  npx inventory-mirror sync --full",
+      "",
+    ].join("\n") + "\n",
+  );
+  const timer =
+    churnPct !== undefined
+      ? setInterval(() => {
+          const changed = sim.model.randomChurn(churnPct / 100);
+          process.stdout.write(`churn: ${JSON.stringify(changed)}\n`);
+        }, churnEvery * 1000)
+      : null;
+  await new Promise<void>((resolve) => {
+    const stop = () => resolve();
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  if (timer) clearInterval(timer);
+  await sim.close();
+  const st = sim.stats();
+  process.stdout.write(`simulator stopped after ${st.requests} API requests (${st.rateLimited} answered 429)\n`);
+  return 0;
+}

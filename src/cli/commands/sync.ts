@@ -1,0 +1,44 @@
+/** `inventory-mirror sync [--full]`: one run, then exit. */
+import { EXIT } from "../../core/errors.js";
+import { DEFAULTS } from "../../core/defaults.js";
+import { runSync, type SyncResult } from "../../sync/sync.js";
+import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress.js";
+import { abortOnSignals, setup } from "../common.js";
+import { ApiError, describeError } from "../../core/errors.js";
+import { redactSecrets } from "../../core/secret.js";
+
+export default async function sync(v: Record<string, unknown>): Promise<number> {
+  const { config, key, logger } = setup(v as never);
+  const mode = v.full ? "full" : "incremental";
+  const { signal, dispose } = abortOnSignals(logger);
+  const progress: ProgressSink =
+    process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
+  let result: SyncResult;
+  try {
+    result = await runSync({ mode, config, key, logger, signal, progress });
+  } finally {
+    progress.finish();
+    dispose();
+  }
+  if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
+  else process.stdout.write(summarize(result) + "\n");
+  if (result.status === "succeeded") return EXIT.ok;
+  if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${redactSecrets(describeError(result.error))}\n`);
+  if (result.error instanceof ApiError) return result.error.exitCode;
+  return EXIT.syncFailed;
+}
+
+export function summarize(r: SyncResult): string {
+  const ep = Object.entries(r.requestsByEndpoint)
+    .map(([k, n]) => `${k} ${n}`)
+    .join(", ");
+  return [
+    `sync ${r.mode === "full" ? "--full " : ""}${r.status} in ${(r.durationMs / 1000).toFixed(1)} s (run ${r.runId}${r.resumedFrom ? `, resumed from run ${r.resumedFrom}` : ""})`,
+    `  workspace  ${r.workspace.name} (${r.workspace.id})`,
+    `  SKUs       ${r.skusListed} listed, ${r.skusFetched} fetched, ${r.skusFailed} failed, ${r.skusDeleted} marked deleted`,
+    `  locations  ${r.locations}`,
+    `  history    ${r.historyRowsAdded} rows added`,
+    `  requests   ${r.requests}${ep ? ` (${ep})` : ""}; ${r.responses429} × 429, ${r.responses503} × 503, ${r.retries} retries, waited ${(r.waitMs / 1000).toFixed(1)} s`,
+    ...(r.resumeAfter ? [`  resume after ${r.resumeAfter}`] : []),
+  ].join("\n");
+}

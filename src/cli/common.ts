@@ -1,0 +1,62 @@
+/** What several commands share: flags -> config, the logger, signal handling. */
+import { loadConfig, loadKey, type Flags, type ResolvedConfig } from "../core/config.js";
+import { createLogger, type Logger } from "../core/logger.js";
+import type { Secret } from "../core/secret.js";
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+export function flagsFrom(v: Values): Flags {
+  const s = (k: string) => (typeof v[k] === "string" ? (v[k] as string) : undefined);
+  const flags: Flags = {};
+  const map: Array<[keyof Flags, string]> = [
+    ["config", "config"], ["db", "db"], ["baseUrl", "base-url"], ["concurrency", "concurrency"],
+    ["expectedWorkspaceId", "expected-workspace-id"], ["expectedWorkspaceName", "expected-workspace-name"],
+    ["logLevel", "log-level"], ["maxRps", "max-rps"], ["maxRequests", "max-requests"],
+  ];
+  for (const [key, flag] of map) {
+    const val = s(flag);
+    if (val !== undefined) flags[key] = val;
+  }
+  return flags;
+}
+
+export interface Context {
+  config: ResolvedConfig;
+  key: Secret;
+  logger: Logger;
+}
+
+/** Config, then key (so a config mistake is reported even when the key is missing too). */
+export function setup(v: Values): Context {
+  const config = loadConfig(flagsFrom(v));
+  const logger = createLogger(config.logLevel);
+  const key = loadKey(process.env, (msg) => logger.warn(msg));
+  return { config, key, logger };
+}
+
+/**
+ * SIGINT/SIGTERM abort the controller: the run finishes the transaction in hand and
+ * records itself as interrupted. A second signal exits at once (SQLite's journal keeps the file consistent).
+ */
+export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose(): void } {
+  const ac = new AbortController();
+  let count = 0;
+  const handler = (sig: NodeJS.Signals) => {
+    count++;
+    if (count > 1) {
+      process.stderr.write(`inventory-mirror: second ${sig}, exiting now\n`);
+      process.exit(1);
+    }
+    logger.warn({ signal: sig }, "stopping: finishing the transaction in hand");
+    ac.abort(new Error(`received ${sig}`));
+  };
+  process.on("SIGINT", handler);
+  process.on("SIGTERM", handler);
+  return {
+    signal: ac.signal,
+    dispose: () => {
+      process.off("SIGINT", handler);
+      process.off("SIGTERM", handler);
+    },
+  };
+}

@@ -1,0 +1,59 @@
+/**
+ * CLI entry: pick the command, parse its flags from the option table, run it, map
+ * errors to the documented exit codes. Error messages go to stderr, one line each,
+ * and never contain the key (see core/secret.ts).
+ */
+import { describeError, exitCodeOf, ConfigError } from "../core/errors.js";
+import { redactSecrets } from "../core/secret.js";
+import { VERSION } from "../core/version.js";
+import { commandHelp, findCommand, mainHelp, parseCommandArgs } from "./options.js";
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+const handlers: Record<string, () => Promise<{ default: (v: Values) => Promise<number> }>> = {
+  sync: () => import("./commands/sync.js"),
+  check: () => import("./commands/check.js"),
+  simulate: () => import("./commands/simulate.js"),
+  demo: () => import("./commands/demo.js"),
+};
+
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === "--help" || name === "-h" || name === "help") {
+    process.stdout.write(mainHelp() + "\n");
+    return name ? 0 : 2;
+  }
+  if (name === "--version" || name === "-v") {
+    process.stdout.write(`${VERSION}\n`);
+    return 0;
+  }
+  const cmd = findCommand(name);
+  const load = handlers[name];
+  if (!cmd || !load) {
+    process.stderr.write(`inventory-mirror: unknown command "${name}". Run 'inventory-mirror --help' for the list.\n`);
+    return 2;
+  }
+  try {
+    const values = parseCommandArgs(cmd, rest);
+    if (values.help) {
+      process.stdout.write(commandHelp(cmd) + "\n");
+      return 0;
+    }
+    const { default: run } = await load();
+    return await run(values);
+  } catch (err) {
+    const code = exitCodeOf(err);
+    const prefix = err instanceof ConfigError ? "configuration error" : "error";
+    process.stderr.write(`inventory-mirror ${name}: ${prefix}: ${redactSecrets(describeError(err))}\n`);
+    return code;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err) => {
+    process.stderr.write(`inventory-mirror: unexpected error: ${redactSecrets(describeError(err))}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,183 @@
+/**
+ * Every command's options, as one table. `parseArgs` options and `--help` text are
+ * both generated from it, so the help cannot drift from what is accepted.
+ */
+import { parseArgs } from "node:util";
+import { ConfigError } from "../core/errors.js";
+import { DEFAULTS } from "../core/defaults.js";
+
+export interface OptionDef {
+  name: string;
+  type: "string" | "boolean";
+  arg?: string;
+  help: string;
+  multiple?: boolean;
+}
+
+const CONNECTION: OptionDef[] = [
+  { name: "config", type: "string", arg: "FILE", help: "config file (JSON; see config.example.json). Env: INVENTORY_CONFIG" },
+  { name: "base-url", type: "string", arg: "URL", help: "API base URL, may carry a path prefix; http:// only to loopback. Env: INVENTORY_BASE_URL" },
+  { name: "expected-workspace-id", type: "string", arg: "ID", help: "refuse (exit 4) unless the key belongs to this workspace id" },
+  { name: "expected-workspace-name", type: "string", arg: "NAME", help: "refuse (exit 4) unless the key belongs to this workspace name" },
+  { name: "concurrency", type: "string", arg: "N", help: `requests in flight at once (default ${DEFAULTS.concurrency})` },
+  { name: "max-rps", type: "string", arg: "N", help: "client-side ceiling in requests per second (default: none; adapts to 429s). Config: rateLimit.requestsPerSecond" },
+  { name: "log-level", type: "string", arg: "LEVEL", help: "fatal, error, warn, info, debug, trace or silent (default info); logs are JSON lines on stderr" },
+];
+const DB: OptionDef = { name: "db", type: "string", arg: "FILE", help: `SQLite database file (default ${DEFAULTS.dbPath}). Env: INVENTORY_DB` };
+const JSON_OUT: OptionDef = { name: "json", type: "boolean", help: "print the result as JSON on stdout" };
+const HELP: OptionDef = { name: "help", type: "boolean", help: "show this help" };
+
+export interface CommandDef {
+  name: string;
+  usage: string;
+  summary: string;
+  description: string;
+  options: OptionDef[];
+}
+
+export const COMMANDS: CommandDef[] = [
+  {
+    name: "sync",
+    usage: "inventory-mirror sync [--full] [options]",
+    summary: "mirror the workspace into the database (--full: complete backfill), then exit",
+    description:
+      "Checks the workspace, walks the locations tree and every list page, and fetches detail and history for every SKU\n" +
+      "(with --full) or for the SKUs that need it. Each SKU is written in one transaction; an interrupted run resumes.",
+    options: [
+      { name: "full", type: "boolean", help: "full backfill: fetch detail and complete history of every SKU" },
+      { name: "max-requests", type: "string", arg: "N", help: "request budget for this run; reaching it ends the run as partial (config: sync.maxRequests)" },
+      DB,
+      ...CONNECTION,
+      { name: "no-progress", type: "boolean", help: "no live progress line on a terminal" },
+      JSON_OUT,
+      HELP,
+    ],
+  },
+  {
+    name: "check",
+    usage: "inventory-mirror check [options]",
+    summary: "call the workspace endpoint and print the workspace id, name and scope",
+    description: "Confirms the key works and which workspace it is connected to. Writes nothing.",
+    options: [...CONNECTION, JSON_OUT, HELP],
+  },
+  {
+    name: "simulate",
+    usage: "inventory-mirror simulate [options]",
+    summary: "run the built-in API simulator in the foreground and print its base URL and key",
+    description:
+      "Serves all five endpoints of the inventory API over a generated, deterministic workspace on 127.0.0.1.\n" +
+      "It accepts the key in INVENTORY_API_KEY if set, otherwise a random one it prints. Stop it with Ctrl-C.",
+    options: [
+      { name: "port", type: "string", arg: "N", help: "port to listen on (default 4010; 0 = any free port)" },
+      { name: "host", type: "string", arg: "HOST", help: "address to listen on (default 127.0.0.1)" },
+      { name: "prefix", type: "string", arg: "PATH", help: "path prefix before /v1/external (e.g. /api)" },
+      { name: "seed", type: "string", arg: "N", help: "random seed; the same seed gives the same workspace (default 42)" },
+      { name: "skus", type: "string", arg: "N", help: "number of SKUs (default 200)" },
+      { name: "roots", type: "string", arg: "N", help: "root locations (default 2)" },
+      { name: "sections", type: "string", arg: "N", help: "sections per root (default 2)" },
+      { name: "leaves", type: "string", arg: "N", help: "leaves per section (default 3)" },
+      { name: "history", type: "string", arg: "N", help: "mean history rows per SKU (default 12)" },
+      { name: "workspace-name", type: "string", arg: "NAME", help: "workspace name (default 'Simulated Workspace')" },
+      { name: "quota-rps", type: "string", arg: "N", help: "per-workspace quota in requests/s, answered with 429 + Retry-After (default: none)" },
+      { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
+      { name: "fault", type: "string", arg: "SPEC", multiple: true, help: "inject a fault, e.g. 429:p=0.05,retry-after=date or 503:every=10 (repeatable; see README)" },
+      { name: "churn", type: "string", arg: "PCT", help: "mutate this percentage of SKUs every --churn-interval seconds" },
+      { name: "churn-interval", type: "string", arg: "S", help: "seconds between churn rounds (default 60)" },
+      HELP,
+    ],
+  },
+  {
+    name: "demo",
+    usage: "inventory-mirror demo [--db FILE] [--skus N]",
+    summary: "start the simulator, run a full sync of it into ./data/demo.db and show example queries (npm start)",
+    description: "No key or configuration needed: everything runs on 127.0.0.1.",
+    options: [
+      { name: "db", type: "string", arg: "FILE", help: "database file (default ./data/demo.db)" },
+      { name: "skus", type: "string", arg: "N", help: "SKUs in the simulated workspace (default 500)" },
+      { name: "log-level", type: "string", arg: "LEVEL", help: "log level (default warn)" },
+      HELP,
+    ],
+  },
+];
+
+/** Flags people try for the key. Refused with a message that says where the key goes. */
+const KEY_FLAGS = ["key", "api-key", "apikey", "token", "developer-key", "secret"];
+
+export function findCommand(name: string): CommandDef | undefined {
+  return COMMANDS.find((c) => c.name === name);
+}
+
+export function parseCommandArgs(cmd: CommandDef, argv: string[]): Record<string, string | boolean | string[] | undefined> {
+  for (const a of argv) {
+    const flag = a.replace(/^--?/, "").split("=")[0]!;
+    if (a.startsWith("-") && KEY_FLAGS.includes(flag.toLowerCase())) {
+      throw new ConfigError(
+        `--${flag} is not accepted: the developer key is read only from the environment. ` +
+          `Set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it.`,
+      );
+    }
+  }
+  const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
+  for (const o of cmd.options) options[o.name] = o.multiple ? { type: o.type, multiple: true } : { type: o.type };
+  try {
+    const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
+    if (positionals.length) throw new ConfigError(`unexpected argument "${positionals[0]}" for '${cmd.name}'. See 'inventory-mirror ${cmd.name} --help'.`);
+    return values as Record<string, string | boolean | string[] | undefined>;
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`${(err as Error).message.replace(/\. To specify.*$/s, "")}. See 'inventory-mirror ${cmd.name} --help'.`);
+  }
+}
+
+export function commandHelp(cmd: CommandDef): string {
+  const width = Math.max(...cmd.options.map((o) => optLabel(o).length)) + 2;
+  const lines = [
+    `Usage: ${cmd.usage}`,
+    "",
+    cmd.description,
+    "",
+    "Options:",
+    ...cmd.options.map((o) => `  ${optLabel(o).padEnd(width)}${o.help}`),
+  ];
+  if (cmd.name === "sync" || cmd.name === "check") lines.push("", ENV_HELP, "", EXIT_HELP);
+  return lines.join("\n");
+}
+
+function optLabel(o: OptionDef): string {
+  return `--${o.name}${o.arg ? ` ${o.arg}` : ""}`;
+}
+
+export const ENV_HELP = [
+  "Environment:",
+  "  INVENTORY_API_KEY        the developer key (never accepted as a flag or in the config file)",
+  "  INVENTORY_API_KEY_FILE   or: a file holding the key (e.g. a mounted secret; should be mode 600)",
+  "  INVENTORY_BASE_URL, INVENTORY_DB, INVENTORY_CONFIG   as --base-url, --db, --config",
+  "Precedence: flags > environment > config file > defaults.",
+].join("\n");
+
+export const EXIT_HELP = [
+  "Exit codes:",
+  "  0  success",
+  "  1  sync failed, partial or interrupted (what was committed stays consistent; the next run resumes)",
+  "  2  usage or configuration error (nothing was requested)",
+  "  3  the key was refused (HTTP 401)",
+  "  4  the key's workspace is not the expected one, or the database belongs to another workspace (nothing written)",
+].join("\n");
+
+export function mainHelp(): string {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length)) + 2;
+  return [
+    "Usage: inventory-mirror <command> [options]",
+    "",
+    "Mirror one workspace of the read-only inventory API into a local SQLite file.",
+    "",
+    "Commands:",
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    "",
+    "Run 'inventory-mirror <command> --help' for a command's options.",
+    "",
+    ENV_HELP,
+    "",
+    EXIT_HELP,
+  ].join("\n");
+}

@@ -1,0 +1,134 @@
+/**
+ * The API's five endpoints. Each call goes through the shared scheduler, and each
+ * body is validated with its zod schema before anything else sees it. Errors name
+ * the endpoint, the SKU when there is one, and the field that was wrong.
+ */
+import type { Agent } from "undici";
+import type { z } from "zod";
+import {
+  DetailResponse,
+  HistoryResponse,
+  ListResponse,
+  LocationsResponse,
+  UUID_RE,
+  WorkspaceResponse,
+} from "../core/api-schemas.js";
+import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
+import { ApiError } from "../core/errors.js";
+import type { Secret } from "../core/secret.js";
+import type { RequestScheduler } from "../scheduler/scheduler.js";
+import { createDispatcher, getJson, type HttpOptions } from "./http.js";
+
+export interface ListQuery {
+  cursor?: string | null;
+  limit?: number;
+  scopeLocationId?: string;
+  q?: string;
+  stockState?: "all" | "in_stock" | "empty";
+}
+export interface HistoryQuery {
+  cursor?: string | null;
+  limit?: number;
+  scopeLocationId?: string;
+}
+
+export interface ApiClientOptions {
+  baseUrl: URL;
+  key: Secret;
+  scheduler: RequestScheduler;
+  http: HttpOptions;
+}
+
+export class ApiClient {
+  private readonly dispatcher: Agent;
+  constructor(private readonly opts: ApiClientOptions) {
+    this.dispatcher = createDispatcher(opts.http);
+  }
+
+  async workspace(signal: AbortSignal): Promise<WorkspaceResponse> {
+    return this.get("workspace", this.url(ENDPOINTS.workspace), WorkspaceResponse, signal);
+  }
+
+  async locations(signal: AbortSignal): Promise<LocationsResponse> {
+    return this.get("locations", this.url(ENDPOINTS.locations), LocationsResponse, signal);
+  }
+
+  async listPage(query: ListQuery, signal: AbortSignal): Promise<ListResponse> {
+    const url = this.url(ENDPOINTS.list);
+    if (query.scopeLocationId) url.searchParams.set("scopeLocationId", checkUuid(query.scopeLocationId, "list", "scopeLocationId"));
+    if (query.q) url.searchParams.set("q", query.q);
+    if (query.stockState) url.searchParams.set("stockState", query.stockState);
+    if (query.limit) url.searchParams.set("limit", String(query.limit));
+    // URLSearchParams percent-encodes the cursor; the server gets its bytes back unchanged.
+    if (query.cursor) url.searchParams.set("cursor", query.cursor);
+    return this.get("list", url, ListResponse, signal);
+  }
+
+  async detail(skuId: string, signal: AbortSignal, scopeLocationId?: string): Promise<DetailResponse> {
+    const url = this.url(ENDPOINTS.detail.replace("{skuId}", encodeURIComponent(checkUuid(skuId, "detail", "skuId"))));
+    if (scopeLocationId) url.searchParams.set("scopeLocationId", checkUuid(scopeLocationId, "detail", "scopeLocationId"));
+    return this.get("detail", url, DetailResponse, signal, skuId);
+  }
+
+  async historyPage(skuId: string, query: HistoryQuery, signal: AbortSignal): Promise<HistoryResponse> {
+    const url = this.url(ENDPOINTS.history.replace("{skuId}", encodeURIComponent(checkUuid(skuId, "history", "skuId"))));
+    if (query.scopeLocationId) url.searchParams.set("scopeLocationId", checkUuid(query.scopeLocationId, "history", "scopeLocationId"));
+    if (query.limit) url.searchParams.set("limit", String(query.limit));
+    if (query.cursor) url.searchParams.set("cursor", query.cursor);
+    return this.get("history", url, HistoryResponse, signal, skuId);
+  }
+
+  async close(): Promise<void> {
+    await this.dispatcher.close();
+  }
+
+  /** base URL (which may carry a path prefix) + endpoint path. */
+  private url(path: string): URL {
+    const base = this.opts.baseUrl.href.replace(/\/+$/, "");
+    return new URL(base + path);
+  }
+
+  private get<S extends z.ZodType>(endpoint: EndpointName, url: URL, schema: S, signal: AbortSignal, skuId?: string): Promise<z.output<S>> {
+    return this.opts.scheduler.run(
+      endpoint,
+      async () => {
+        const raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal);
+        const parsed = schema.safeParse(raw.body);
+        if (!parsed.success) {
+          const issue = parsed.error.issues[0]!;
+          const field = issue.path.length ? issue.path.join(".") : "(body)";
+          throw new ApiError(
+            `${endpoint}${skuId ? ` (SKU ${skuId})` : ""}: invalid response: field ${field}: ${issue.message}` +
+              (parsed.error.issues.length > 1 ? ` (+${parsed.error.issues.length - 1} more issues)` : ""),
+            { kind: "invalid-response", endpoint, status: raw.status, cause: parsed.error },
+          );
+        }
+        return parsed.data as z.output<S>;
+      },
+      signal,
+    ).catch((err: unknown) => {
+      if (err instanceof ApiError && skuId && !err.message.includes(skuId)) {
+        throw new ApiError(err.message.replace(`${endpoint}:`, `${endpoint} (SKU ${skuId}):`), {
+          kind: err.kind,
+          endpoint: err.endpoint,
+          status: err.status,
+          code: err.code,
+          resumeAfter: err.resumeAfter,
+          cause: err.cause,
+        });
+      }
+      throw err;
+    });
+  }
+}
+
+/** An ID that goes into a URL path or scope must be a UUID; anything else is refused before it is sent. */
+export function checkUuid(id: string, endpoint: EndpointName, field: string): string {
+  if (!UUID_RE.test(id)) {
+    throw new ApiError(`${endpoint}: refusing to send ${field} ${JSON.stringify(id.slice(0, 80))}: not a UUID`, {
+      kind: "invalid-response",
+      endpoint,
+    });
+  }
+  return id;
+}

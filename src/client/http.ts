@@ -1,0 +1,199 @@
+/**
+ * One GET against the API: global fetch with an undici Agent as dispatcher
+ * (connection pool + connect/headers/body timeouts), the body read under a size
+ * cap, and every body either read or cancelled so no socket is ever held by an
+ * unread response.
+ *
+ * Why global fetch and not undici.request: msw (the client's unit tests)
+ * intercepts globalThis.fetch, and `dispatcher` still gives us undici's pool.
+ */
+import { Agent } from "undici";
+import type { EndpointName } from "../core/defaults.js";
+import { ApiError } from "../core/errors.js";
+import { redactSecrets, type Secret } from "../core/secret.js";
+
+export interface HttpOptions {
+  connectTimeoutMs: number;
+  responseTimeoutMs: number;
+  maxResponseBytes: number;
+  /** Pool size per origin; the scheduler never has more requests in flight than this. */
+  connections: number;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Headers;
+  /** Parsed JSON for 2xx responses. */
+  body: unknown;
+  bytes: number;
+}
+
+export function createDispatcher(opts: HttpOptions): Agent {
+  return new Agent({
+    connections: opts.connections,
+    connect: { timeout: opts.connectTimeoutMs },
+    headersTimeout: opts.responseTimeoutMs,
+    bodyTimeout: opts.responseTimeoutMs,
+    keepAliveTimeout: 10_000,
+  });
+}
+
+/**
+ * GET `url` and return its parsed JSON body. Throws ApiError for every failure,
+ * with `endpoint` (a template name, never the URL with ids or the key) as context.
+ * Non-2xx: the error body is read (capped) so its `error.code/message` can be
+ * surfaced and the connection reused; `Retry-After` travels in `headers`.
+ */
+export async function getJson(
+  url: URL,
+  endpoint: EndpointName,
+  key: Secret,
+  opts: HttpOptions,
+  dispatcher: Agent,
+  signal: AbortSignal,
+): Promise<RawResponse> {
+  const timeout = AbortSignal.timeout(opts.responseTimeoutMs);
+  const combined = AbortSignal.any([signal, timeout]);
+  let res: Response;
+  try {
+    res = await fetch(url, {
+      method: "GET",
+      headers: { Accept: "application/json", Authorization: `Bearer ${key.reveal()}` },
+      // The key must never follow a redirect to another origin; we follow none at all.
+      redirect: "manual",
+      signal: combined,
+      // @ts-expect-error -- `dispatcher` is undici's extension of RequestInit, honoured by Node's fetch.
+      dispatcher,
+    });
+  } catch (err) {
+    throw transportError(err, endpoint, signal, timeout, opts);
+  }
+
+  const contentType = res.headers.get("content-type") ?? "";
+  if (res.status >= 300 && res.status < 400) {
+    cancel(res);
+    throw new ApiError(
+      `${endpoint}: the server answered ${res.status} redirect; redirects are not followed so the key stays with the configured base URL. Check --base-url.`,
+      { kind: "http", endpoint, status: res.status },
+    );
+  }
+
+  let text: string;
+  let bytes: number;
+  try {
+    ({ text, bytes } = await readCapped(res, opts.maxResponseBytes, endpoint));
+  } catch (err) {
+    if (err instanceof ApiError) throw err;
+    throw transportError(err, endpoint, signal, timeout, opts);
+  }
+
+  if (res.status < 200 || res.status >= 300) {
+    const { code, message } = parseErrorBody(text);
+    const what = code || message ? ` (${[code, message].filter(Boolean).join(": ")})` : "";
+    const hint = statusHint(res.status);
+    throw new ApiError(redactSecrets(`${endpoint}: HTTP ${res.status}${what}${hint}`), {
+      kind: res.status === 401 ? "auth" : "http",
+      endpoint,
+      status: res.status,
+      code,
+      cause: new ResponseInfo(res.headers),
+    });
+  }
+
+  if (!/^application\/([\w.+-]+\+)?json\b/i.test(contentType)) {
+    const looksHtml = /^\s*</.test(text);
+    throw new ApiError(
+      `${endpoint}: expected a JSON response but got content type "${contentType || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
+      { kind: "invalid-response", endpoint, status: res.status },
+    );
+  }
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch (err) {
+    throw new ApiError(
+      `${endpoint}: the response is not valid JSON (${bytes} bytes; truncated or malformed): ${(err as Error).message}`,
+      { kind: "invalid-response", endpoint, status: res.status, cause: err },
+    );
+  }
+  return { status: res.status, headers: res.headers, body, bytes };
+}
+
+/** Carries the response headers of a failed request (for Retry-After) as an error cause. */
+export class ResponseInfo extends Error {
+  override name = "ResponseInfo";
+  constructor(readonly headers: Headers) {
+    super("response headers");
+  }
+}
+
+/**
+ * Release an unread body. Not awaited: cancel() starts the release at once, and some
+ * streams (msw's) never settle the promise.
+ */
+function cancel(res: Response): void {
+  res.body?.cancel().catch(() => {});
+}
+
+async function readCapped(res: Response, cap: number, endpoint: EndpointName): Promise<{ text: string; bytes: number }> {
+  const declared = Number(res.headers.get("content-length") ?? NaN);
+  if (Number.isFinite(declared) && declared > cap) {
+    cancel(res);
+    throw new ApiError(`${endpoint}: response of ${declared} bytes exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
+      kind: "invalid-response",
+      endpoint,
+      status: res.status,
+    });
+  }
+  if (!res.body) return { text: "", bytes: 0 };
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.byteLength;
+    if (total > cap) {
+      reader.cancel().catch(() => {});
+      throw new ApiError(`${endpoint}: response exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
+        kind: "invalid-response",
+        endpoint,
+        status: res.status,
+      });
+    }
+    chunks.push(value);
+  }
+  return { text: Buffer.concat(chunks, total).toString("utf8"), bytes: total };
+}
+
+function parseErrorBody(text: string): { code: string | null; message: string | null } {
+  try {
+    const j = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
+    const code = typeof j?.error?.code === "string" ? j.error.code.slice(0, 100) : null;
+    const message = typeof j?.error?.message === "string" ? j.error.message.slice(0, 300) : null;
+    return { code, message };
+  } catch {
+    return { code: null, message: null };
+  }
+}
+
+function statusHint(status: number): string {
+  if (status === 401) return ": the developer key was refused (missing, expired or revoked). Check INVENTORY_API_KEY / INVENTORY_API_KEY_FILE.";
+  if (status === 429) return ": quota exceeded";
+  if (status === 503) return ": the service is unavailable";
+  return "";
+}
+
+function transportError(err: unknown, endpoint: EndpointName, signal: AbortSignal, timeout: AbortSignal, opts: HttpOptions): ApiError {
+  if (signal.aborted) {
+    return new ApiError(`${endpoint}: request aborted`, { kind: "network", endpoint, cause: signal.reason });
+  }
+  const e = err as { name?: string; code?: string; cause?: { code?: string; name?: string; message?: string } };
+  const code = e?.cause?.code ?? e?.code ?? "";
+  if (timeout.aborted || e?.name === "TimeoutError" || /TIMEOUT/i.test(code)) {
+    const which = /CONNECT/i.test(code) ? `connect timeout (${opts.connectTimeoutMs} ms)` : `response timeout (${opts.responseTimeoutMs} ms)`;
+    return new ApiError(`${endpoint}: ${which}`, { kind: "timeout", endpoint, cause: err });
+  }
+  const detail = redactSecrets(e?.cause?.message ?? (err instanceof Error ? err.message : String(err)));
+  return new ApiError(`${endpoint}: network error${code ? ` ${code}` : ""}: ${detail}`, { kind: "network", endpoint, cause: err });
+}

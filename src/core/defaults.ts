@@ -1,0 +1,56 @@
+/**
+ * Every default in one place. Each has a reason; change the reason with the number.
+ */
+export const DEFAULTS = {
+  /** Where the mirror lives unless --db / INVENTORY_DB / config.db say otherwise. */
+  dbPath: "./data/inventory.db",
+  /** Per-SKU workers. Four keeps a small quota busy without queueing much behind a 429 pause. */
+  concurrency: 4,
+  /** The API's maximum page size for the list: fewest requests for a full walk. */
+  listPageSize: 100,
+  /** The API's maximum page size for history. */
+  historyPageSize: 100,
+  /**
+   * Client-side ceiling on requests per second. null = no ceiling (only the server's
+   * 429s and our adaptive rate limit us). A sidecar sharing a quota with its app may set one.
+   */
+  requestsPerSecond: null as number | null,
+  /** Connect timeout: a loopback or LAN server answers a SYN in far less. */
+  connectTimeoutMs: 10_000,
+  /** Whole-response timeout (headers + body). A 100-row page is small; 30 s means something is wrong. */
+  responseTimeoutMs: 30_000,
+  /** Largest response body we accept. A 100-item page is ~60 KB; this is ample and bounds memory. */
+  maxResponseBytes: 8 * 1024 * 1024,
+  /** Retries of one request on 503, network errors and timeouts before the request fails. */
+  maxRetries: 6,
+  /** Retries of 429s are not counted against maxRetries (the server told us when), but bounded overall. */
+  max429Retries: 50,
+  /** Exponential backoff (full jitter) base and cap, for failures that carry no Retry-After. */
+  backoffBaseMs: 500,
+  backoffCapMs: 30_000,
+  /** A Retry-After of 0, in the past or unparsable still waits this long: no hot retry loop. */
+  minRetryAfterMs: 1_000,
+  /**
+   * Longest single wait we will sit through. Beyond it the run ends `partial`, journals
+   * "resume after T", and the next run continues. Long enough for per-minute quotas.
+   */
+  maxWaitMs: 15 * 60_000,
+  /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
+  maxFailedShare: 0.05,
+  /** Non-TTY progress line interval. */
+  progressIntervalMs: 5_000,
+  /** SQLite busy timeout: a BI reader's checkpoint or a second opener waits this long. */
+  busyTimeoutMs: 5_000,
+  /** Log level unless --log-level / config.logLevel. */
+  logLevel: "info" as const,
+} as const;
+
+/** Path templates of the five endpoints, relative to the base URL. Journals use these (never a full URL with ids). */
+export const ENDPOINTS = {
+  workspace: "/v1/external/workspace",
+  locations: "/v1/external/locations",
+  list: "/v1/external/inventory-status",
+  detail: "/v1/external/inventory-status/{skuId}",
+  history: "/v1/external/inventory-status/{skuId}/history",
+} as const;
+export type EndpointName = keyof typeof ENDPOINTS;

@@ -1,0 +1,115 @@
+/**
+ * One error class per boundary. Each message says what went wrong and what to do;
+ * `cause` is kept; each layer adds its context (endpoint, SKU id, field). No message
+ * ever contains the developer key: the client never puts it anywhere but a header,
+ * and `redactSecrets` is applied to any text that came from elsewhere.
+ */
+import type { EndpointName } from "./defaults.js";
+
+/** Exit codes of the CLI contract. */
+export const EXIT = {
+  ok: 0,
+  syncFailed: 1,
+  usage: 2,
+  auth: 3,
+  workspace: 4,
+} as const;
+
+/** A mistake in flags, environment or config file. Exit 2, before any request is made. */
+export class ConfigError extends Error {
+  override name = "ConfigError";
+  readonly exitCode = EXIT.usage;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
+export type ApiErrorKind =
+  | "auth" // 401: the key was refused
+  | "http" // any other non-2xx status
+  | "network" // connection refused/reset, DNS, socket closed
+  | "timeout" // connect or response timeout
+  | "invalid-response" // not JSON, wrong content type, too large, failed validation
+  | "quota-wall"; // the server asked us to wait longer than maxWaitMs
+
+/** Anything that went wrong talking to the API. */
+export class ApiError extends Error {
+  override name = "ApiError";
+  readonly kind: ApiErrorKind;
+  readonly endpoint: EndpointName;
+  readonly status: number | null;
+  /** `error.code` from the server's error body, when it sent one. */
+  readonly code: string | null;
+  /** For quota-wall: the epoch ms after which a retry may be made. */
+  readonly resumeAfter: number | null;
+  constructor(
+    message: string,
+    init: {
+      kind: ApiErrorKind;
+      endpoint: EndpointName;
+      status?: number | null;
+      code?: string | null;
+      resumeAfter?: number | null;
+      cause?: unknown;
+    },
+  ) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.kind = init.kind;
+    this.endpoint = init.endpoint;
+    this.status = init.status ?? null;
+    this.code = init.code ?? null;
+    this.resumeAfter = init.resumeAfter ?? null;
+  }
+  get exitCode(): number {
+    return this.kind === "auth" ? EXIT.auth : EXIT.syncFailed;
+  }
+  /** Worth another attempt later (in this run or the next)? */
+  get transient(): boolean {
+    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" ||
+      (this.kind === "http" && (this.status === 429 || (this.status !== null && this.status >= 500)));
+  }
+}
+
+/** The key points at another workspace than expected, or the database belongs to another one. Exit 4, nothing written. */
+export class WorkspaceMismatchError extends Error {
+  override name = "WorkspaceMismatchError";
+  readonly exitCode = EXIT.workspace;
+}
+
+/** The local database cannot be used (locked by another process, unreadable, newer schema). */
+export class StoreError extends Error {
+  override name = "StoreError";
+  readonly exitCode: number;
+  constructor(message: string, options?: { cause?: unknown; exitCode?: number }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
+    this.exitCode = options?.exitCode ?? EXIT.syncFailed;
+  }
+}
+
+/** A run ended without finishing: too many SKUs failed, or it was aborted. */
+export class SyncError extends Error {
+  override name = "SyncError";
+  readonly exitCode = EXIT.syncFailed;
+}
+
+/** The process exit code for any error that reaches the top. */
+export function exitCodeOf(err: unknown): number {
+  if (err && typeof err === "object" && "exitCode" in err && typeof err.exitCode === "number") return err.exitCode;
+  return EXIT.syncFailed;
+}
+
+/** Message with its chain of causes, one line, for humans. */
+export function describeError(err: unknown): string {
+  const parts: string[] = [];
+  let cur: unknown = err;
+  for (let depth = 0; cur && depth < 5; depth++) {
+    if (cur instanceof Error) {
+      if (!parts.some((p) => p.includes(cur instanceof Error ? cur.message : ""))) parts.push(cur.message);
+      cur = cur.cause;
+    } else {
+      parts.push(String(cur));
+      break;
+    }
+  }
+  return parts.join(": ");
+}

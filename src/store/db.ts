@@ -1,0 +1,151 @@
+/**
+ * Opening the mirror database: file permissions, the single-writer lock, pragmas
+ * and forward-only migrations.
+ *
+ * One writer: a second SQLite file "<db>.lock" is held with an EXCLUSIVE lock for
+ * the writer's lifetime. The OS releases it when the process dies, kill -9
+ * included, so there is never a stale lock to clean up; a second writer gets
+ * SQLITE_BUSY at once and exits with a clear message. Readers (BI tools, `status`)
+ * never touch the lock and are never blocked: the database is in WAL mode.
+ */
+import Database from "better-sqlite3";
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { DEFAULTS } from "../core/defaults.js";
+import { ConfigError, StoreError } from "../core/errors.js";
+
+export type DB = Database.Database;
+
+/** Where migrations/ and schema.sql live: the package root (two levels above dist/store/). */
+export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+export const MIGRATIONS_DIR = join(PACKAGE_ROOT, "migrations");
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export function loadMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return readdirSync(dir)
+    .filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f))
+    .sort()
+    .map((f) => ({ version: Number(f.slice(0, 4)), name: f, sql: readFileSync(join(dir, f), "utf8") }))
+    .map((m, i) => {
+      if (m.version !== i + 1) throw new StoreError(`migration ${m.name}: expected version ${i + 1}; migrations must be numbered 0001, 0002, ... without gaps`);
+      return m;
+    });
+}
+
+/** Bring `db` to the latest schema. Each migration and its user_version bump commit together. */
+export function migrate(db: DB, migrations = loadMigrations()): { from: number; to: number } {
+  const from = db.pragma("user_version", { simple: true }) as number;
+  const latest = migrations.length;
+  if (from > latest) {
+    throw new StoreError(
+      `the database schema is version ${from}, newer than this inventory-mirror knows (${latest}); upgrade inventory-mirror or use another --db`,
+    );
+  }
+  for (const m of migrations.slice(from)) {
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    })();
+  }
+  return { from, to: latest };
+}
+
+export interface OpenOptions {
+  readonly?: boolean;
+  busyTimeoutMs?: number;
+}
+
+/** Open (creating if needed) the database for writing and bring it up to date. Call `acquireWriterLock` first. */
+export function openDatabase(path: string, opts: OpenOptions = {}): DB {
+  if (opts.readonly) {
+    if (!existsSync(path)) throw new ConfigError(`database ${path} does not exist; run 'inventory-mirror sync --full' first or pass --db`);
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs}`);
+    return db;
+  }
+  checkDirectory(path);
+  createOwnerOnly(path);
+  let db: DB;
+  try {
+    db = new Database(path);
+  } catch (err) {
+    throw new StoreError(`cannot open database ${path}: ${(err as Error).message}`, { cause: err });
+  }
+  db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs}`);
+  db.pragma("journal_mode = WAL");
+  // NORMAL is durable across process crashes in WAL mode (only an OS crash can lose the last commits).
+  db.pragma("synchronous = NORMAL");
+  db.pragma("foreign_keys = ON");
+  migrate(db);
+  return db;
+}
+
+function checkDirectory(path: string): void {
+  const dir = dirname(path);
+  if (!existsSync(dir)) {
+    throw new ConfigError(`database directory ${dir} does not exist (db: ${path}); create it or choose another --db`);
+  }
+}
+
+/** Create the file with mode 0600 before SQLite opens it, so the stock never sits in a world-readable file. */
+function createOwnerOnly(path: string): void {
+  if (existsSync(path)) return;
+  const fd = openSync(path, "a", 0o600);
+  closeSync(fd);
+  chmodSync(path, 0o600);
+}
+
+/** Read the workspace a database file belongs to, without writing anything (null when new or empty). */
+export function peekWorkspace(path: string): { id: string; name: string } | null {
+  if (!existsSync(path)) return null;
+  let db: DB | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'workspace'").get();
+    if (!has) return null;
+    return (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
+  } catch (err) {
+    throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });
+  } finally {
+    db?.close();
+  }
+}
+
+export interface WriterLock {
+  release(): void;
+}
+
+/** Take the single-writer lock for `dbPath`, or fail at once if another process holds it. */
+export function acquireWriterLock(dbPath: string): WriterLock {
+  checkDirectory(dbPath);
+  const lockPath = `${dbPath}.lock`;
+  createOwnerOnly(lockPath);
+  const lock = new Database(lockPath);
+  try {
+    lock.pragma("busy_timeout = 0");
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.pragma("journal_mode = DELETE");
+    lock.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER, since TEXT)");
+    // In EXCLUSIVE locking mode the first write takes the lock and keeps it until close.
+    lock.exec("BEGIN EXCLUSIVE");
+    lock.prepare("DELETE FROM holder").run();
+    lock.prepare("INSERT INTO holder VALUES (?, ?)").run(process.pid, new Date().toISOString());
+    lock.exec("COMMIT");
+  } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY" || /locked|busy/i.test((err as Error).message)) {
+      throw new StoreError(
+        `another inventory-mirror process is writing to ${dbPath} (it holds ${lockPath}); wait for it to finish or stop it. Only one writer per database file.`,
+        { cause: err },
+      );
+    }
+    throw new StoreError(`cannot take the writer lock ${lockPath}: ${(err as Error).message}`, { cause: err });
+  }
+  return { release: () => lock.close() };
+}

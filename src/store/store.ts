@@ -1,0 +1,400 @@
+/**
+ * The saver: consumes validated records and writes them, one transaction per unit
+ * of work (the locations tree, a list page, a SKU's detail + whole history), with
+ * the checkpoint that describes the unit in the same transaction. A crash between
+ * two units loses at most the unit in hand, and state and data never disagree.
+ */
+import { createHash } from "node:crypto";
+import type { DetailResponse, HistoryRow, ListItem, LocationNode, WorkspaceResponse } from "../core/api-schemas.js";
+import { scanNotReflected } from "../core/api-schemas.js";
+import { WorkspaceMismatchError } from "../core/errors.js";
+import type { DB } from "./db.js";
+
+export type RunMode = "full" | "incremental";
+export type RunStatus = "running" | "succeeded" | "partial" | "failed" | "interrupted";
+
+export interface RunState {
+  id: number;
+  mode: RunMode;
+  walkId: number;
+  /** Cursor of the next list page to fetch; null = start from the first page. */
+  listCursor: string | null;
+  listDone: boolean;
+  resumedFrom: number | null;
+}
+
+export interface RunCounters {
+  requests: number;
+  requestsByEndpoint: Record<string, number>;
+  responses429: number;
+  responses503: number;
+  retries: number;
+  waitMs: number;
+}
+
+export interface JournalEntry {
+  kind: string;
+  endpoint?: string | null;
+  status?: number | null;
+  retryAfter?: string | null;
+  waitMs?: number | null;
+  skuId?: string | null;
+  locationId?: string | null;
+  message?: string | null;
+}
+
+const iso = () => new Date().toISOString();
+const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
+const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
+
+/** Stable identity of a history row: every field, in a fixed order. */
+export function historyRowKey(r: HistoryRow): string {
+  return createHash("sha1")
+    .update(
+      JSON.stringify([
+        r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
+        r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note,
+      ]),
+    )
+    .digest("hex");
+}
+
+/** What the list shows of a SKU, hashed: a change here means detail/history must be refetched. */
+export function listFingerprint(item: ListItem): string {
+  const sorted = (o: Record<string, unknown>) => Object.keys(o).sort().map((k) => [k, o[k]]);
+  return createHash("sha1")
+    .update(
+      JSON.stringify([
+        item.code, item.skuCode, item.name, item.barcode, item.unit,
+        item.product.id, item.product.name, item.product.brand,
+        sorted(item.options), item.totalQuantity, sorted(item.locationQuantities),
+      ]),
+    )
+    .digest("hex");
+}
+
+export class Store {
+  private readonly s;
+
+  constructor(readonly db: DB) {
+    const p = (sql: string) => db.prepare(sql);
+    this.s = {
+      getWorkspace: p("SELECT id, name FROM workspace LIMIT 1"),
+      insertWorkspace: p("INSERT INTO workspace (id, name, scope, checked_at) VALUES (?, ?, ?, ?)"),
+      touchWorkspace: p("UPDATE workspace SET name = ?, scope = ?, checked_at = ? WHERE id = ?"),
+
+      upsertLocation: p(`INSERT INTO locations (id, name, code, parent_id, parent_name, node_kind, depth, path_ids, path_names,
+          display_path, is_leaf, child_count, selectable, status, updated_at, first_seen_at, last_seen_at, missed_walks, deleted_at)
+        VALUES (@id, @name, @code, @parentId, @parentName, @nodeKind, @depth, @pathIds, @pathNames, @displayPath, @isLeaf,
+          @childCount, @selectable, @status, @updatedAt, @now, @now, 0, NULL)
+        ON CONFLICT(id) DO UPDATE SET name = excluded.name, code = excluded.code, parent_id = excluded.parent_id,
+          parent_name = excluded.parent_name, node_kind = excluded.node_kind, depth = excluded.depth, path_ids = excluded.path_ids,
+          path_names = excluded.path_names, display_path = excluded.display_path, is_leaf = excluded.is_leaf,
+          child_count = excluded.child_count, selectable = excluded.selectable, status = excluded.status,
+          updated_at = excluded.updated_at, last_seen_at = excluded.last_seen_at, missed_walks = 0, deleted_at = NULL`),
+      missLocations: p(`UPDATE locations SET missed_walks = missed_walks + 1 WHERE last_seen_at < ? AND deleted_at IS NULL`),
+      deleteMissedLocations: p(`UPDATE locations SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ?`),
+
+      upsertSku: p(`INSERT INTO skus (id, code, sku_code, name, barcode, unit, product_id, product_name, product_brand, options,
+          total_quantity, first_seen_at, last_seen_at, missed_walks, deleted_at)
+        VALUES (@id, @code, @skuCode, @name, @barcode, @unit, @productId, @productName, @productBrand, @options,
+          @totalQuantity, @now, @now, 0, NULL)
+        ON CONFLICT(id) DO UPDATE SET code = excluded.code, sku_code = excluded.sku_code, name = excluded.name,
+          barcode = excluded.barcode, unit = excluded.unit, product_id = excluded.product_id, product_name = excluded.product_name,
+          product_brand = excluded.product_brand, options = excluded.options, total_quantity = excluded.total_quantity,
+          last_seen_at = excluded.last_seen_at, missed_walks = 0, deleted_at = NULL`),
+      deleteRootQty: p("DELETE FROM sku_root_quantities WHERE sku_id = ?"),
+      insertRootQty: p("INSERT INTO sku_root_quantities (sku_id, root_location_id, quantity) VALUES (?, ?, ?)"),
+      getSkuSync: p("SELECT list_fingerprint, fetched_walk_id, fail_count FROM sku_sync WHERE sku_id = ?"),
+      upsertSkuSync: p(`INSERT INTO sku_sync (sku_id, list_fingerprint, listed_walk_id, pending_walk_id)
+        VALUES (@skuId, @fingerprint, @walkId, @pending)
+        ON CONFLICT(sku_id) DO UPDATE SET list_fingerprint = excluded.list_fingerprint, listed_walk_id = excluded.listed_walk_id,
+          pending_walk_id = COALESCE(excluded.pending_walk_id, sku_sync.pending_walk_id)`),
+      setListCheckpoint: p("UPDATE sync_runs SET list_cursor = ?, list_done = ?, skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
+
+      updateSkuFromDetail: p(`UPDATE skus SET code = @code, sku_code = @skuCode, name = @name, barcode = @barcode, unit = @unit,
+          product_id = @productId, product_name = @productName, product_brand = @productBrand, options = @options,
+          total_quantity = @totalQuantity, deleted_at = NULL WHERE id = @id`),
+      getLocQty: p("SELECT location_id, not_clean_since FROM sku_location_quantities WHERE sku_id = ?"),
+      deleteLocQty: p("DELETE FROM sku_location_quantities WHERE sku_id = ? AND location_id = ?"),
+      upsertLocQty: p(`INSERT INTO sku_location_quantities (sku_id, location_id, quantity, freshness_status, freshness_last_replayed_at,
+          freshness_last_source_kind, location_name, location_code, parent_id, fetched_at, not_clean_since)
+        VALUES (@skuId, @locationId, @quantity, @status, @replayedAt, @sourceKind, @name, @code, @parentId, @now, @notCleanSince)
+        ON CONFLICT(sku_id, location_id) DO UPDATE SET quantity = excluded.quantity, freshness_status = excluded.freshness_status,
+          freshness_last_replayed_at = excluded.freshness_last_replayed_at, freshness_last_source_kind = excluded.freshness_last_source_kind,
+          location_name = excluded.location_name, location_code = excluded.location_code, parent_id = excluded.parent_id,
+          fetched_at = excluded.fetched_at, not_clean_since = excluded.not_clean_since`),
+      insertHistory: p(`INSERT OR IGNORE INTO history (sku_id, row_key, dup_index, kind, occurred_at, direction, quantity, location_id,
+          location_name, location_code, event_id, event_type_code, event_type_name, set_session_id, set_type_code,
+          observed_quantity, note, first_seen_run_id)
+        VALUES (@skuId, @rowKey, @dupIndex, @kind, @occurredAt, @direction, @quantity, @locationId, @locationName, @locationCode,
+          @eventId, @eventTypeCode, @eventTypeName, @setSessionId, @setTypeCode, @observedQuantity, @note, @runId)`),
+      skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
+      skuFailed: p(`UPDATE sku_sync SET fail_count = fail_count + 1, last_error = ? WHERE sku_id = ?`),
+      skuVanished: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id = ?`),
+      markSkuDeleted: p(`UPDATE skus SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`),
+      runSkuDone: p("UPDATE sync_runs SET skus_fetched = skus_fetched + 1, history_rows_added = history_rows_added + ? WHERE id = ?"),
+      runSkuFailed: p("UPDATE sync_runs SET skus_failed = skus_failed + 1 WHERE id = ?"),
+
+      missSkus: p(`UPDATE skus SET missed_walks = missed_walks + 1
+        WHERE deleted_at IS NULL AND id IN (SELECT sku_id FROM sku_sync WHERE listed_walk_id IS NOT ? )`),
+      deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ?`),
+      unqueueDeleted: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id IN (SELECT id FROM skus WHERE deleted_at IS NOT NULL)`),
+
+      pending: p("SELECT sku_id FROM sku_sync WHERE pending_walk_id = ? ORDER BY sku_id"),
+      countPending: p("SELECT count(*) AS n FROM sku_sync WHERE pending_walk_id = ?"),
+
+      lastRun: p("SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1"),
+      lastWalkOfMode: p(`SELECT * FROM sync_runs WHERE mode = ? ORDER BY id DESC LIMIT 1`),
+      markInterrupted: p(`UPDATE sync_runs SET status = 'interrupted', finished_at = COALESCE(finished_at, ?),
+          error = COALESCE(error, 'the process ended without finishing the run (killed or crashed)') WHERE status = 'running'`),
+      insertRun: p(`INSERT INTO sync_runs (mode, started_at, status, walk_id, pid, list_cursor, list_done)
+        VALUES (?, ?, 'running', ?, ?, ?, ?)`),
+      setWalk: p("UPDATE sync_runs SET walk_id = id WHERE id = ?"),
+      carryCounters: p(`UPDATE sync_runs SET skus_listed = (SELECT skus_listed FROM sync_runs WHERE id = ?) WHERE id = ?`),
+      repointPending: p("UPDATE sku_sync SET pending_walk_id = ? WHERE pending_walk_id = ?"),
+      runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, responses_429 = @r429,
+          responses_503 = @r503, retries = @retries, wait_ms = @waitMs WHERE id = @id`),
+      setLocationsSeen: p("UPDATE sync_runs SET locations_seen = ? WHERE id = ?"),
+      setSkusDeleted: p("UPDATE sync_runs SET skus_deleted = ? WHERE id = ?"),
+      finishRun: p("UPDATE sync_runs SET status = ?, finished_at = ?, error = ?, resume_after = ? WHERE id = ?"),
+      journal: p(`INSERT INTO sync_journal (run_id, at, kind, endpoint, status, retry_after, wait_ms, sku_id, location_id, message)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+    };
+  }
+
+  // ---- workspace -------------------------------------------------------------------------------
+
+  /** Record the workspace; refuse (exit 4, nothing written) if the file belongs to another one. */
+  bindWorkspace(ws: WorkspaceResponse): void {
+    this.db.transaction(() => {
+      const cur = this.s.getWorkspace.get() as { id: string; name: string } | undefined;
+      if (cur && cur.id !== ws.workspace.id) throw databaseBelongsToAnother(cur, ws.workspace);
+      if (cur) this.s.touchWorkspace.run(ws.workspace.name, ws.scope, iso(), cur.id);
+      else this.s.insertWorkspace.run(ws.workspace.id, ws.workspace.name, ws.scope, iso());
+    })();
+  }
+
+  // ---- runs --------------------------------------------------------------------------------------
+
+  /**
+   * Start a run. A run left 'running' by a killed process is marked 'interrupted' first.
+   * A full run resumes the walk of the last full run when that walk did not finish:
+   * same walk id, its list cursor, its queue of SKUs still to fetch.
+   */
+  startRun(mode: RunMode): RunState {
+    return this.db.transaction((): RunState => {
+      this.s.markInterrupted.run(iso());
+      const prev = this.s.lastWalkOfMode.get(mode) as
+        | { id: number; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number }
+        | undefined;
+      const resumable = prev && prev.status !== "succeeded" && prev.walk_id != null;
+      const now = iso();
+      if (resumable) {
+        const info = this.s.insertRun.run(mode, now, prev.walk_id, process.pid, prev.list_cursor, prev.list_done);
+        const id = Number(info.lastInsertRowid);
+        this.s.carryCounters.run(prev.id, id);
+        this.journal(id, { kind: "resume", message: `resuming the walk of run ${prev.walk_id} (previous run ${prev.id} ended ${prev.status})` });
+        return { id, mode, walkId: prev.walk_id, listCursor: prev.list_cursor, listDone: prev.list_done === 1, resumedFrom: prev.id };
+      }
+      const info = this.s.insertRun.run(mode, now, null, process.pid, null, 0);
+      const id = Number(info.lastInsertRowid);
+      this.s.setWalk.run(id);
+      return { id, mode, walkId: id, listCursor: null, listDone: false, resumedFrom: null };
+    })();
+  }
+
+  saveRunCounters(runId: number, c: RunCounters): void {
+    this.s.runStats.run({
+      id: runId,
+      requests: c.requests,
+      byEndpoint: JSON.stringify(c.requestsByEndpoint),
+      r429: c.responses429,
+      r503: c.responses503,
+      retries: c.retries,
+      waitMs: Math.round(c.waitMs),
+    });
+  }
+
+  finishRun(runId: number, status: RunStatus, error: string | null = null, resumeAfter: string | null = null): void {
+    this.s.finishRun.run(status, iso(), error, resumeAfter, runId);
+  }
+
+  journal(runId: number, e: JournalEntry): void {
+    this.s.journal.run(
+      runId, iso(), e.kind, e.endpoint ?? null, e.status ?? null, e.retryAfter ?? null,
+      e.waitMs == null ? null : Math.round(e.waitMs), e.skuId ?? null, e.locationId ?? null, e.message ?? null,
+    );
+  }
+
+  // ---- locations ---------------------------------------------------------------------------------
+
+  /** The locations tree is one response, so it is one unit: upsert all, mark the absent. */
+  saveLocations(runId: number, nodes: LocationNode[], deleteAfterMisses: number): { seen: number; deleted: number } {
+    return this.db.transaction(() => {
+      const now = iso();
+      for (const n of nodes) {
+        this.s.upsertLocation.run({
+          id: n.id, name: n.name, code: n.code, parentId: n.parentId, parentName: n.parentName, nodeKind: n.nodeKind,
+          depth: n.depth, pathIds: json(n.pathIds), pathNames: json(n.pathNames), displayPath: n.displayPath,
+          isLeaf: bool(n.isLeaf), childCount: n.childCount, selectable: bool(n.selectable), status: n.status,
+          updatedAt: n.updatedAt, now,
+        });
+      }
+      this.s.missLocations.run(now);
+      const deleted = this.s.deleteMissedLocations.run(now, deleteAfterMisses).changes;
+      this.s.setLocationsSeen.run(nodes.length, runId);
+      return { seen: nodes.length, deleted };
+    })();
+  }
+
+  // ---- list pages --------------------------------------------------------------------------------
+
+  /**
+   * One list page, with the walk checkpoint. `plan(item, previous)` says whether the SKU
+   * needs detail + history in this walk; those are queued (sku_sync.pending_walk_id).
+   * Returns the queued SKU ids.
+   */
+  savePage(
+    run: RunState,
+    items: ListItem[],
+    nextCursor: string | null,
+    plan: (item: ListItem, fingerprint: string, previous: { list_fingerprint: string | null; fetched_walk_id: number | null; fail_count: number } | undefined) => boolean,
+  ): string[] {
+    return this.db.transaction(() => {
+      const now = iso();
+      const queued: string[] = [];
+      for (const item of items) {
+        this.s.upsertSku.run(skuParams(item, item.totalQuantity, now));
+        this.s.deleteRootQty.run(item.id);
+        for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
+        const fingerprint = listFingerprint(item);
+        const prev = this.s.getSkuSync.get(item.id) as Parameters<typeof plan>[2];
+        const want = plan(item, fingerprint, prev);
+        if (want) queued.push(item.id);
+        this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: want ? run.walkId : null });
+      }
+      this.s.setListCheckpoint.run(nextCursor, nextCursor === null ? 1 : 0, items.length, queued.length, run.id);
+      return queued;
+    })();
+  }
+
+  /** Restart the list walk from page one (a rejected cursor). */
+  resetListCursor(runId: number): void {
+    this.s.setListCheckpoint.run(null, 0, 0, 0, runId);
+  }
+
+  /**
+   * After a complete list walk: SKUs the walk did not return get one more miss, and
+   * those at `deleteAfterMisses` are marked deleted (history and last quantities stay).
+   */
+  finishListWalk(run: RunState, deleteAfterMisses: number): number {
+    return this.db.transaction(() => {
+      this.s.missSkus.run(run.walkId);
+      const deleted = this.s.deleteMissedSkus.run(iso(), deleteAfterMisses).changes;
+      this.s.unqueueDeleted.run();
+      this.s.setSkusDeleted.run(deleted, run.id);
+      return deleted;
+    })();
+  }
+
+  /** SKUs still queued for this walk (resume). */
+  pendingSkus(walkId: number): string[] {
+    return (this.s.pending.all(walkId) as Array<{ sku_id: string }>).map((r) => r.sku_id);
+  }
+  countPending(walkId: number): number {
+    return (this.s.countPending.get(walkId) as { n: number }).n;
+  }
+  /** A resumed walk adopts the queue under its own walk id (it is the same walk). */
+  adoptPending(fromWalk: number, toWalk: number): void {
+    if (fromWalk !== toWalk) this.s.repointPending.run(toWalk, fromWalk);
+  }
+
+  // ---- one SKU -----------------------------------------------------------------------------------
+
+  /**
+   * A SKU's detail and its complete (or, incrementally, newest) history, as one unit.
+   * Per-leaf quantities are replaced whole: a leaf the server no longer returns for
+   * this SKU is not current any more. History rows are inserted once, by identity.
+   */
+  saveSku(run: RunState, skuId: string, detail: DetailResponse, history: HistoryRow[]): { rowsAdded: number; notClean: DetailResponse["locations"] } {
+    return this.db.transaction(() => {
+      const now = iso();
+      this.s.updateSkuFromDetail.run(skuParams(detail.sku, detail.totalQuantity, now));
+      const before = new Map(
+        (this.s.getLocQty.all(skuId) as Array<{ location_id: string; not_clean_since: string | null }>).map((r) => [r.location_id, r.not_clean_since]),
+      );
+      const notClean: DetailResponse["locations"] = [];
+      for (const loc of detail.locations) {
+        const dirty = scanNotReflected(loc.freshness.status);
+        if (dirty) notClean.push(loc);
+        this.s.upsertLocQty.run({
+          skuId, locationId: loc.id, quantity: loc.quantity, status: loc.freshness.status,
+          replayedAt: loc.freshness.lastReplayedAt, sourceKind: loc.freshness.lastSourceKind,
+          name: loc.name, code: loc.code, parentId: loc.parentId, now,
+          notCleanSince: dirty ? (before.get(loc.id) ?? now) : null,
+        });
+        before.delete(loc.id);
+      }
+      for (const gone of before.keys()) this.s.deleteLocQty.run(skuId, gone);
+
+      let rowsAdded = 0;
+      const seen = new Map<string, number>();
+      for (const r of history) {
+        const rowKey = historyRowKey(r);
+        const dupIndex = seen.get(rowKey) ?? 0;
+        seen.set(rowKey, dupIndex + 1);
+        rowsAdded += this.s.insertHistory.run({
+          skuId, rowKey, dupIndex, kind: r.kind, occurredAt: r.occurredAt, direction: r.direction, quantity: r.quantity,
+          locationId: r.locationId, locationName: r.locationName, locationCode: r.locationCode, eventId: r.eventId,
+          eventTypeCode: r.eventTypeCode, eventTypeName: r.eventTypeName, setSessionId: r.setSessionId,
+          setTypeCode: r.setTypeCode, observedQuantity: r.observedQuantity, note: r.note, runId: run.id,
+        }).changes;
+      }
+      for (const loc of notClean) {
+        this.journal(run.id, {
+          kind: "freshness",
+          skuId,
+          locationId: loc.id,
+          message: `freshness ${loc.freshness.status ?? "missing"}: the latest scan may not be reflected (last replayed ${loc.freshness.lastReplayedAt ?? "unknown"})`,
+        });
+      }
+      this.s.skuFetched.run(run.walkId, now, skuId);
+      this.s.runSkuDone.run(rowsAdded, run.id);
+      return { rowsAdded, notClean };
+    })();
+  }
+
+  /** Detail/history kept failing: journal it; the SKU stays queued for the next run. */
+  skuFailed(runId: number, skuId: string, endpoint: string | null, status: number | null, message: string): void {
+    this.db.transaction(() => {
+      this.s.skuFailed.run(message, skuId);
+      this.s.runSkuFailed.run(runId);
+      this.journal(runId, { kind: "sku_failed", skuId, endpoint, status, message });
+    })();
+  }
+
+  /** The server says the SKU does not exist (404 on detail): it is gone, not failed. */
+  skuVanished(runId: number, skuId: string): void {
+    this.db.transaction(() => {
+      this.s.skuVanished.run(skuId);
+      this.s.markSkuDeleted.run(iso(), skuId);
+      this.journal(runId, { kind: "sku_vanished", skuId, endpoint: "detail", status: 404, message: "listed, but detail answered 404: marked deleted" });
+    })();
+  }
+}
+
+function skuParams(s: DetailResponse["sku"], totalQuantity: number, now: string) {
+  return {
+    id: s.id, code: s.code, skuCode: s.skuCode, name: s.name, barcode: s.barcode, unit: s.unit,
+    productId: s.product.id, productName: s.product.name, productBrand: s.product.brand,
+    options: JSON.stringify(s.options), totalQuantity, now,
+  };
+}
+
+export function databaseBelongsToAnother(db: { id: string; name: string }, api: { id: string; name: string }): WorkspaceMismatchError {
+  return new WorkspaceMismatchError(
+    `this database belongs to workspace ${db.id} ("${db.name}"), but the key is connected to workspace ${api.id} ("${api.name}"). ` +
+      `Use another --db for that workspace; nothing was written.`,
+  );
+}

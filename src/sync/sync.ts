@@ -1,0 +1,346 @@
+/**
+ * A sync run: the one function the CLI's `sync` and the daemon's timer both call.
+ *
+ *   workspace check -> locations tree -> list walk ----page ids----> SKU workers
+ *                                        (checkpointed)               (detail + history -> one transaction each)
+ *
+ * The list walk and the per-SKU fetches are pipelined through a bounded queue, all
+ * requests share one scheduler (quota, pauses, retries), and every unit of work is
+ * committed with its own checkpoint, so a killed run resumes where it stopped.
+ */
+import type { Logger } from "../core/logger.js";
+import type { ResolvedConfig } from "../core/config.js";
+import { DEFAULTS } from "../core/defaults.js";
+import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
+import type { Secret } from "../core/secret.js";
+import type { WorkspaceResponse } from "../core/api-schemas.js";
+import { ApiClient } from "../client/api-client.js";
+import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
+import { acquireWriterLock, openDatabase, peekWorkspace } from "../store/db.js";
+import { databaseBelongsToAnother, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
+import { WorkQueue } from "./queue.js";
+import { fetchSku, walkList } from "./walker.js";
+import { planFull, type Planner } from "./planner.js";
+import type { ProgressSink } from "./progress.js";
+
+export interface SyncOptions {
+  mode: RunMode;
+  config: ResolvedConfig;
+  key: Secret;
+  logger: Logger;
+  /** Aborting it (SIGINT/SIGTERM, daemon stop) ends the run as 'interrupted' after the transaction in hand. */
+  signal: AbortSignal;
+  progress?: ProgressSink;
+  clock?: Clock;
+}
+
+export interface SyncResult {
+  runId: number;
+  mode: RunMode;
+  status: RunStatus;
+  resumedFrom: number | null;
+  workspace: { id: string; name: string };
+  skusListed: number;
+  skusPlanned: number;
+  skusFetched: number;
+  skusFailed: number;
+  skusDeleted: number;
+  locations: number;
+  historyRowsAdded: number;
+  requests: number;
+  requestsByEndpoint: Record<string, number>;
+  responses429: number;
+  responses503: number;
+  retries: number;
+  waitMs: number;
+  durationMs: number;
+  resumeAfter: string | null;
+  /** Why the run did not succeed. */
+  error: Error | null;
+}
+
+/** Failed SKUs below this count never abort a run, whatever the share (small workspaces). */
+const MIN_FAILURES_TO_ABORT = 10;
+/** Ids buffered between the list walk and the workers. */
+const QUEUE_CAPACITY = 2_000;
+/** How often run counters are written while a run is going. */
+const COUNTER_FLUSH_MS = 2_000;
+
+/** Workers, scheduler and client for one process, from the resolved config. */
+export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock) {
+  if (!config.baseUrl) {
+    throw new SyncError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file (try 'inventory-mirror simulate' for a local one)");
+  }
+  const scheduler = new RequestScheduler({
+    concurrency: config.concurrency,
+    requestsPerSecond: config.requestsPerSecond,
+    maxRetries: config.retry.maxRetries,
+    max429Retries: config.retry.max429Retries,
+    backoffBaseMs: config.retry.backoffBaseMs,
+    backoffCapMs: config.retry.backoffCapMs,
+    minRetryAfterMs: config.retry.minRetryAfterMs,
+    maxWaitMs: config.maxWaitMs,
+    ...(clock ? { clock } : {}),
+    ...(onEvent ? { onEvent } : {}),
+  });
+  const client = new ApiClient({
+    baseUrl: config.baseUrl,
+    key,
+    scheduler,
+    http: { ...config.http, connections: config.concurrency },
+  });
+  return { client, scheduler };
+}
+
+/** Refuse a key that points at another workspace than the one configured. */
+export function checkExpectedWorkspace(ws: WorkspaceResponse, config: ResolvedConfig): void {
+  const wrongId = config.expectedWorkspaceId !== null && ws.workspace.id !== config.expectedWorkspaceId;
+  const wrongName = config.expectedWorkspaceName !== null && ws.workspace.name !== config.expectedWorkspaceName;
+  if (wrongId || wrongName) {
+    const expected = `id ${config.expectedWorkspaceId ?? "(any)"}, name "${config.expectedWorkspaceName ?? "(any)"}"`;
+    throw new WorkspaceMismatchError(
+      `the key is connected to workspace ${ws.workspace.id} ("${ws.workspace.name}"), not the expected workspace (${expected}). ` +
+        `Check the key or --expected-workspace-id/--expected-workspace-name; nothing was written.`,
+    );
+  }
+}
+
+export async function runSync(opts: SyncOptions): Promise<SyncResult> {
+  const { config, logger } = opts;
+  const started = Date.now();
+  const pendingJournal: JournalEntry[] = [];
+  let journalSink: ((e: JournalEntry) => void) | null = null;
+  const onEvent = (e: SchedulerEvent) => {
+    const entry = journalEntryFor(e);
+    if (!entry) return;
+    if (e.type === "backoff") logger.warn({ endpoint: e.endpoint, status: e.status, retryAfter: e.retryAfter, waitMs: e.waitMs }, `backing off: ${e.message}`);
+    if (journalSink) journalSink(entry);
+    else pendingJournal.push(entry);
+  };
+  const { client, scheduler } = createApi(config, opts.key, onEvent, opts.clock);
+
+  // Internal abort: a fatal error in one worker stops the others; the caller's signal does too.
+  const ac = new AbortController();
+  const onOuterAbort = () => ac.abort(opts.signal.reason);
+  opts.signal.addEventListener("abort", onOuterAbort, { once: true });
+  const signal = ac.signal;
+
+  let lock: { release(): void } | null = null;
+  let store: Store | null = null;
+  try {
+    // 1. Who is this key for? Nothing is written before this and the database check pass.
+    const ws = await client.workspace(signal);
+    checkExpectedWorkspace(ws, config);
+    const owner = peekWorkspace(config.dbPath);
+    if (owner && owner.id !== ws.workspace.id) throw databaseBelongsToAnother(owner, ws.workspace);
+
+    lock = acquireWriterLock(config.dbPath);
+    const db = openDatabase(config.dbPath);
+    store = new Store(db);
+    store.bindWorkspace(ws);
+    const run = store.startRun(opts.mode);
+    const s = store;
+    journalSink = (e) => s.journal(run.id, e);
+    for (const e of pendingJournal.splice(0)) journalSink(e);
+    logger.info({ runId: run.id, mode: opts.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
+
+    const result = await executeRun(run, s, client, scheduler, opts, signal, ac, ws);
+    result.durationMs = Date.now() - started;
+    return result;
+  } finally {
+    opts.signal.removeEventListener("abort", onOuterAbort);
+    await client.close().catch(() => {});
+    store?.db.close();
+    lock?.release();
+  }
+}
+
+async function executeRun(
+  run: RunState,
+  store: Store,
+  client: ApiClient,
+  scheduler: RequestScheduler,
+  opts: SyncOptions,
+  signal: AbortSignal,
+  ac: AbortController,
+  ws: WorkspaceResponse,
+): Promise<SyncResult> {
+  const { config, logger } = opts;
+  const planner: Planner = planFull(run);
+  const deleteAfterMisses = opts.mode === "full" ? 1 : 2;
+  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0 };
+  let fatal: Error | null = null;
+  let walkCompletedHere = false;
+  const queue = new WorkQueue<string>(QUEUE_CAPACITY);
+  const enqueued = new Set<string>();
+  let total: number | null = null;
+  const alreadyDone = run.resumedFrom ? countFetchedInWalk(store, run.walkId) : 0;
+
+  const fail = (err: Error) => {
+    if (!fatal) fatal = err;
+    queue.clear();
+    ac.abort(err);
+  };
+  const flush = () =>
+    store.saveRunCounters(run.id, {
+      requests: scheduler.stats.requests,
+      requestsByEndpoint: scheduler.stats.byEndpoint,
+      responses429: scheduler.stats.rateLimited,
+      responses503: scheduler.stats.unavailable,
+      retries: scheduler.stats.retries,
+      waitMs: scheduler.stats.waitMs,
+    });
+  const flushTimer = setInterval(flush, COUNTER_FLUSH_MS);
+  flushTimer.unref();
+  const report = () =>
+    opts.progress?.update({
+      done: alreadyDone + counters.fetched,
+      failed: counters.failed,
+      total,
+      requests: scheduler.stats.requests,
+      waitMs: scheduler.stats.waitMs,
+      pausedUntil: scheduler.pausedUntil,
+    });
+
+  const enqueue = async (id: string) => {
+    if (enqueued.has(id)) return;
+    enqueued.add(id);
+    await queue.put(id);
+  };
+
+  const produce = async () => {
+    try {
+      const loc = await client.locations(signal);
+      counters.locations = store.saveLocations(run.id, loc.locations, deleteAfterMisses).seen;
+      // A resumed walk first finishes the SKUs its predecessor had queued.
+      if (run.resumedFrom) for (const id of store.pendingSkus(run.walkId)) await enqueue(id);
+      if (!run.listDone) {
+        for await (const page of walkList(client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, signal)) {
+          if (page.restarted) {
+            store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
+            logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
+          }
+          if (page.summary?.skuCount != null && total === null) total = page.summary.skuCount;
+          const queued = store.savePage(run, page.items, page.nextCursor, planner.wants);
+          counters.listed += page.items.length;
+          counters.planned += queued.length;
+          for (const id of queued) await enqueue(id);
+          if (signal.aborted) return;
+        }
+        walkCompletedHere = true;
+        counters.deleted = store.finishListWalk(run, deleteAfterMisses);
+      }
+      if (total === null) total = alreadyDone + enqueued.size;
+    } catch (err) {
+      if (!signal.aborted) fail(err as Error);
+    } finally {
+      queue.close();
+    }
+  };
+
+  const work = async () => {
+    for (;;) {
+      const next = await queue.take();
+      if (next.done || signal.aborted) return;
+      const skuId = next.value;
+      try {
+        const f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize }, signal);
+        const saved = store.saveSku(run, skuId, f.detail, f.history);
+        counters.fetched++;
+        counters.rowsAdded += saved.rowsAdded;
+      } catch (err) {
+        if (signal.aborted) return;
+        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall") return fail(err as Error);
+        if (err.endpoint === "detail" && err.status === 404) {
+          store.skuVanished(run.id, skuId);
+          continue;
+        }
+        counters.failed++;
+        store.skuFailed(run.id, skuId, err.endpoint, err.status, err.message);
+        logger.warn({ skuId, endpoint: err.endpoint, status: err.status }, `SKU failed: ${err.message}`);
+        const share = counters.failed / Math.max(1, counters.planned + alreadyDone);
+        if (counters.failed >= MIN_FAILURES_TO_ABORT && share > config.sync.maxFailedShare) {
+          fail(new SyncError(`${counters.failed} SKUs failed (${(share * 100).toFixed(1)}% > sync.maxFailedShare ${config.sync.maxFailedShare * 100}%); last: ${err.message}`));
+        }
+      } finally {
+        report();
+      }
+    }
+  };
+
+  report();
+  await Promise.all([produce(), ...Array.from({ length: config.concurrency }, work)]);
+  clearInterval(flushTimer);
+  flush();
+
+  let status: RunStatus;
+  let error: Error | null = fatal;
+  let resumeAfter: string | null = null;
+  const fatalErr = fatal as Error | null;
+  if (fatalErr instanceof ApiError && fatalErr.kind === "quota-wall") {
+    status = "partial";
+    resumeAfter = fatalErr.resumeAfter ? new Date(fatalErr.resumeAfter).toISOString() : null;
+    store.journal(run.id, { kind: "partial", message: `quota wall: resume after ${resumeAfter}` });
+  } else if (fatalErr) {
+    status = "failed";
+  } else if (opts.signal.aborted) {
+    status = "interrupted";
+    error = new SyncError("interrupted before the run finished; the next 'sync' resumes it");
+    store.journal(run.id, { kind: "interrupted", message: "stopped by signal; the next run resumes the walk" });
+  } else if (counters.failed > 0) {
+    status = "partial";
+    error = new SyncError(`${counters.failed} SKU(s) failed and stay queued; the next run retries them (see sync_journal)`);
+  } else {
+    status = "succeeded";
+  }
+  if (error && status === "failed") store.journal(run.id, { kind: "error", message: describeError(error) });
+  store.finishRun(run.id, status, error ? describeError(error) : null, resumeAfter);
+  logger.info({ runId: run.id, status }, `sync ${status}`);
+  void walkCompletedHere;
+
+  return {
+    runId: run.id,
+    mode: opts.mode,
+    status,
+    resumedFrom: run.resumedFrom,
+    workspace: ws.workspace,
+    skusListed: counters.listed,
+    skusPlanned: counters.planned,
+    skusFetched: counters.fetched,
+    skusFailed: counters.failed,
+    skusDeleted: counters.deleted,
+    locations: counters.locations,
+    historyRowsAdded: counters.rowsAdded,
+    requests: scheduler.stats.requests,
+    requestsByEndpoint: { ...scheduler.stats.byEndpoint },
+    responses429: scheduler.stats.rateLimited,
+    responses503: scheduler.stats.unavailable,
+    retries: scheduler.stats.retries,
+    waitMs: scheduler.stats.waitMs,
+    durationMs: 0,
+    resumeAfter,
+    error,
+  };
+}
+
+function countFetchedInWalk(store: Store, walkId: number): number {
+  return (store.db.prepare("SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id = ?").get(walkId) as { n: number }).n;
+}
+
+function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
+  switch (e.type) {
+    case "backoff":
+      return {
+        kind: "backoff",
+        endpoint: e.endpoint,
+        status: e.status,
+        retryAfter: e.retryAfter,
+        waitMs: e.waitMs,
+        message: `${e.scope === "all" ? "all workers paused" : "request backed off"} ${Math.round(e.waitMs)} ms before attempt ${e.attempt + 1}: ${e.message}`,
+      };
+    case "failure":
+      return { kind: "error", endpoint: e.endpoint, status: e.status, message: e.message };
+    case "rate":
+      return { kind: "rate", message: `send rate set to ${e.requestsPerSecond.toFixed(1)} req/s (server accepted ~${e.estimate.toFixed(1)} req/s)` };
+  }
+}
