@@ -86,7 +86,8 @@ export function openDatabase(path: string, opts: OpenOptions = {}): DB {
   return db;
 }
 
-function checkDirectory(path: string): void {
+/** The database's directory must exist; checked before any request so a typo costs nothing. */
+export function checkDirectory(path: string): void {
   const dir = dirname(path);
   if (!existsSync(dir)) {
     throw new ConfigError(`database directory ${dir} does not exist (db: ${path}); create it or choose another --db`);

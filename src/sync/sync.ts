@@ -16,7 +16,7 @@ import type { Secret } from "../core/secret.js";
 import type { WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
-import { acquireWriterLock, openDatabase, peekWorkspace } from "../store/db.js";
+import { acquireWriterLock, checkDirectory, openDatabase, peekWorkspace } from "../store/db.js";
 import { databaseBelongsToAnother, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { WorkQueue } from "./queue.js";
 import { fetchSku, walkList } from "./walker.js";
@@ -107,6 +107,7 @@ export function checkExpectedWorkspace(ws: WorkspaceResponse, config: ResolvedCo
 
 export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   const { config, logger } = opts;
+  checkDirectory(config.dbPath);
   const started = Date.now();
   const pendingJournal: JournalEntry[] = [];
   let journalSink: ((e: JournalEntry) => void) | null = null;

@@ -1,0 +1,125 @@
+/**
+ * The CLI's exit-code contract, each code through the real CLI: 2 usage/config,
+ * 3 key refused, 4 wrong workspace or a database of another workspace (nothing written).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createHash } from "node:crypto";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { runCli } from "../helpers/cli.js";
+
+const KEY = "sim_e2e_exit_0a1b2c3d4e5f60718293a4b5";
+let sim: RunningSimulator;
+let other: RunningSimulator;
+let dir: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 21, skus: 20, apiKey: KEY });
+  other = await startSimulator({ seed: 22, skus: 20, apiKey: KEY, workspaceName: "Other Workspace" });
+  dir = mkdtempSync(join(tmpdir(), "im-exit-"));
+});
+afterAll(async () => {
+  await sim?.close();
+  await other?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const env = (extra: Record<string, string> = {}) => ({ INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: join(dir, "x.db"), ...extra });
+const sha = (p: string) => createHash("sha256").update(readFileSync(p)).digest("hex");
+
+describe("exit 2: usage and configuration errors, before any request", () => {
+  const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
+    ["unknown option", ["sync", "--fulll"], {}, /Unknown option '--fulll'.*sync --help/],
+    ["unknown command", ["synch"], {}, /unknown command "synch"/],
+    ["key as a flag", ["sync", "--api-key", "abc"], {}, /--api-key is not accepted.*INVENTORY_API_KEY/],
+    ["no key", ["sync", "--full"], { INVENTORY_API_KEY: "" }, /no developer key: set INVENTORY_API_KEY/],
+    ["plain http to a non-loopback host", ["sync", "--base-url", "http://inventory.example.com"], {}, /--base-url: plain http:\/\/ is refused except to loopback/],
+    ["base URL that is not a URL", ["check"], { INVENTORY_BASE_URL: "not a url" }, /INVENTORY_BASE_URL: "not a url" is not a URL/],
+    ["concurrency not a number", ["sync", "--concurrency", "many"], {}, /--concurrency: expected a whole number from 1 to 64, got "many"/],
+    ["bad log level", ["check", "--log-level", "loud"], {}, /--log-level: expected one of fatal, error, warn, info, debug, trace, silent/],
+    ["database in a missing directory", ["sync", "--full", "--db", "/nonexistent-dir/x.db"], {}, /database directory \/nonexistent-dir does not exist/],
+  ];
+  for (const [name, args, extra, message] of cases) {
+    it(name, async () => {
+      sim.resetStats();
+      const r = await runCli(args, { env: env(extra) });
+      expect(r.stderr).toMatch(message);
+      expect(r.code).toBe(2);
+      expect(sim.stats().requests).toBe(0);
+    });
+  }
+
+  it("config file mistakes name the key and what was expected", async () => {
+    const cfg = join(dir, "bad.json");
+    writeFileSync(cfg, JSON.stringify({ concurrency: "4", rateLimit: { requestsPerSecond: -1 }, schedule: { incremental: "every 5 minutes" }, colour: "blue" }));
+    const r = await runCli(["sync", "--config", cfg], { env: env() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/unknown key\(s\) "colour"/);
+    expect(r.stderr).toMatch(/concurrency: Invalid input: expected number, received string/);
+    expect(r.stderr).toMatch(/rateLimit\.requestsPerSecond: Too small/);
+    expect(r.stderr).toMatch(/schedule\.incremental: expected a cron expression/);
+  });
+
+  it("a key in the config file is refused with where to put it", async () => {
+    const cfg = join(dir, "key.json");
+    writeFileSync(cfg, JSON.stringify({ baseUrl: sim.baseUrl, apiKey: "secret-in-file" }));
+    const r = await runCli(["sync", "--config", cfg], { env: env() });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/"apiKey" looks like a developer key.*INVENTORY_API_KEY/);
+    expect(r.stderr).not.toContain("secret-in-file");
+  });
+
+  it("--help lists every option and exits 0", async () => {
+    const r = await runCli(["sync", "--help"]);
+    expect(r.code).toBe(0);
+    for (const o of ["--full", "--config FILE", "--db FILE", "--base-url URL", "--concurrency N", "--expected-workspace-id ID", "--expected-workspace-name NAME", "--log-level LEVEL", "--max-rps N"]) {
+      expect(r.stdout).toContain(o);
+    }
+  });
+});
+
+describe("exit 3: the key is refused", () => {
+  it("a wrong key: clear message, the key not echoed", async () => {
+    const wrong = "sim_wrong_key_ffffffffffffffffffffffff";
+    const r = await runCli(["sync", "--full"], { env: env({ INVENTORY_API_KEY: wrong }) });
+    expect(r.code).toBe(3);
+    expect(r.stderr).toMatch(/HTTP 401.*developer key was refused/);
+    expect(r.stderr + r.stdout).not.toContain(wrong);
+    expect(existsSync(join(dir, "x.db"))).toBe(false);
+  });
+  it("check with a wrong key exits 3 too", async () => {
+    const r = await runCli(["check"], { env: env({ INVENTORY_API_KEY: "sim_nope_1234567890" }) });
+    expect(r.code).toBe(3);
+  });
+});
+
+describe("exit 4: the wrong workspace, nothing written", () => {
+  it("--expected-workspace-id mismatch shows both workspaces and creates no database", async () => {
+    const db = join(dir, "expected.db");
+    const r = await runCli(["sync", "--full", "--db", db, "--expected-workspace-id", "00000000-0000-4000-8000-000000000000"], { env: env() });
+    expect(r.code).toBe(4);
+    const ws = sim.groundTruth().workspace.workspace;
+    expect(r.stderr).toContain(ws.id);
+    expect(r.stderr).toContain("00000000-0000-4000-8000-000000000000");
+    expect(existsSync(db)).toBe(false);
+  });
+
+  it("--expected-workspace-name mismatch (check)", async () => {
+    const r = await runCli(["check", "--expected-workspace-name", "Acme Production"], { env: env() });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/not the expected workspace.*Acme Production/);
+  });
+
+  it("a database that belongs to another workspace is left byte-for-byte untouched", async () => {
+    const db = join(dir, "owned.db");
+    expect((await runCli(["sync", "--full"], { env: env({ INVENTORY_DB: db }) })).code).toBe(0);
+    const before = sha(db);
+    chmodSync(db, 0o600);
+    const r = await runCli(["sync", "--full"], { env: env({ INVENTORY_DB: db, INVENTORY_BASE_URL: other.baseUrl }) });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/this database belongs to workspace .*Simulated Workspace.*but the key is connected to workspace .*Other Workspace/);
+    expect(sha(db)).toBe(before);
+  });
+});
