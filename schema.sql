@@ -1,10 +1,9 @@
 -- inventory-mirror: the complete current schema (generated from migrations/ by 'npm run schema'; do not edit by hand).
--- A database at this schema has PRAGMA user_version = 1.
+-- A database at this schema has PRAGMA user_version = 2.
 
 CREATE TABLE history (
   sku_id            TEXT NOT NULL,
   row_key           TEXT NOT NULL,
-  dup_index         INTEGER NOT NULL DEFAULT 0,
   kind              TEXT NOT NULL,         -- movement | set
   occurred_at       TEXT NOT NULL,
   direction         TEXT,                  -- in | out | none
@@ -20,7 +19,7 @@ CREATE TABLE history (
   observed_quantity REAL,                  -- set rows: the absolute count observed
   note              TEXT,
   first_seen_run_id INTEGER,               -- ours: the run that stored it
-  PRIMARY KEY (sku_id, row_key, dup_index)
+  PRIMARY KEY (sku_id, row_key)
 );
 
 CREATE TABLE locations (
@@ -135,7 +134,7 @@ CREATE TABLE sync_runs (
   wait_ms             INTEGER NOT NULL DEFAULT 0,
   resume_after        TEXT,                -- partial runs: do not retry before this
   error               TEXT
-);
+, skus_new INTEGER NOT NULL DEFAULT 0, skus_changed INTEGER NOT NULL DEFAULT 0, skus_repolled INTEGER NOT NULL DEFAULT 0, skus_retried INTEGER NOT NULL DEFAULT 0, skus_reverified INTEGER NOT NULL DEFAULT 0, requests_by_status TEXT NOT NULL DEFAULT '{}', request_budget INTEGER);
 
 CREATE TABLE workspace (
   id          TEXT PRIMARY KEY,          -- workspace.id
@@ -149,6 +148,8 @@ CREATE INDEX history_location_time ON history(location_id, occurred_at);
 CREATE INDEX history_sku_time ON history(sku_id, occurred_at);
 
 CREATE INDEX locations_parent ON locations(parent_id);
+
+CREATE INDEX sku_sync_fetched_at ON sku_sync(fetched_at);
 
 CREATE INDEX sku_sync_pending ON sku_sync(pending_walk_id) WHERE pending_walk_id IS NOT NULL;
 
@@ -168,4 +169,4 @@ JOIN skus s ON s.id = q.sku_id AND s.deleted_at IS NULL
 LEFT JOIN locations l ON l.id = q.location_id
 WHERE l.deleted_at IS NULL;
 
-PRAGMA user_version = 1;
+PRAGMA user_version = 2;

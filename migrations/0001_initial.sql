@@ -79,13 +79,12 @@ CREATE TABLE sku_location_quantities (
 CREATE INDEX slq_location ON sku_location_quantities(location_id);
 
 -- Every row the history endpoint returned for a SKU, once.
--- Identity: row_key = SHA-1 of all the row's fields (two rows that differ in any field
--- are two rows); dup_index numbers rows that are identical in every field, in the
--- order the server returned them, so even those are kept and never duplicated.
+-- Identity: row_key = SHA-1 of all the row's fields. Two rows that differ in any field
+-- are two rows; a row identical in every field is the same row (a page overlap, or the
+-- lookback of an incremental sync), stored once.
 CREATE TABLE history (
   sku_id            TEXT NOT NULL,
   row_key           TEXT NOT NULL,
-  dup_index         INTEGER NOT NULL DEFAULT 0,
   kind              TEXT NOT NULL,         -- movement | set
   occurred_at       TEXT NOT NULL,
   direction         TEXT,                  -- in | out | none
@@ -101,7 +100,7 @@ CREATE TABLE history (
   observed_quantity REAL,                  -- set rows: the absolute count observed
   note              TEXT,
   first_seen_run_id INTEGER,               -- ours: the run that stored it
-  PRIMARY KEY (sku_id, row_key, dup_index)
+  PRIMARY KEY (sku_id, row_key)
 );
 CREATE INDEX history_sku_time ON history(sku_id, occurred_at);
 CREATE INDEX history_location_time ON history(location_id, occurred_at);

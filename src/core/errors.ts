@@ -30,7 +30,8 @@ export type ApiErrorKind =
   | "network" // connection refused/reset, DNS, socket closed
   | "timeout" // connect or response timeout
   | "invalid-response" // not JSON, wrong content type, too large, failed validation
-  | "quota-wall"; // the server asked us to wait longer than maxWaitMs
+  | "quota-wall" // the server asked us to wait longer than maxWaitMs
+  | "budget"; // this run's request budget (--max-requests) is spent
 
 /** Anything that went wrong talking to the API. */
 export class ApiError extends Error {
@@ -65,7 +66,7 @@ export class ApiError extends Error {
   }
   /** Worth another attempt later (in this run or the next)? */
   get transient(): boolean {
-    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" ||
+    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" || this.kind === "budget" ||
       (this.kind === "http" && (this.status === 429 || (this.status !== null && this.status >= 500)));
   }
 }

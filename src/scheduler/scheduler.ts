@@ -54,6 +54,10 @@ export interface SchedulerOptions {
   backoffCapMs: number;
   minRetryAfterMs: number;
   maxWaitMs: number;
+  /** Request budget for the run (--max-requests); null = none. Reaching it ends the run as partial. */
+  maxRequests?: number | null;
+  /** Start paused until this epoch ms (a previous run's resume_after). */
+  pausedUntil?: number;
   clock?: Clock;
   random?: () => number;
   onEvent?: (e: SchedulerEvent) => void;
@@ -108,6 +112,7 @@ export class RequestScheduler {
   constructor(private readonly opts: SchedulerOptions) {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
+    if (opts.pausedUntil) this.pausedUntilMs = opts.pausedUntil;
   }
 
   /** Epoch ms until which every worker is paused (0 when not paused). */
@@ -130,7 +135,7 @@ export class RequestScheduler {
     let bounded = 0;
     let rateLimited = 0;
     for (let tries = 1; ; tries++) {
-      await this.acquire(signal);
+      await this.acquire(signal, endpoint);
       const sentAt = this.clock.now();
       this.count(endpoint);
       try {
@@ -238,11 +243,24 @@ export class RequestScheduler {
 
   private firstRequestAt: number | null = null;
 
-  private async acquire(signal: AbortSignal): Promise<void> {
+  private async acquire(signal: AbortSignal, endpoint: EndpointName): Promise<void> {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const now = this.clock.now();
+      if (this.opts.maxRequests != null && this.stats.requests >= this.opts.maxRequests) {
+        throw new ApiError(`${endpoint}: the request budget of ${this.opts.maxRequests} for this run is spent (--max-requests / sync.maxRequests); the next run continues`, {
+          kind: "budget",
+          endpoint,
+        });
+      }
       if (this.pausedUntilMs > now) {
+        if (this.pausedUntilMs - now > this.opts.maxWaitMs) {
+          throw new ApiError(`${endpoint}: paused by the server until ${new Date(this.pausedUntilMs).toISOString()}, longer than rateLimit.maxWaitSeconds`, {
+            kind: "quota-wall",
+            endpoint,
+            resumeAfter: this.pausedUntilMs,
+          });
+        }
         await this.clock.sleep(this.pausedUntilMs - now, signal);
         continue;
       }

@@ -102,15 +102,23 @@ function createOwnerOnly(path: string): void {
   chmodSync(path, 0o600);
 }
 
-/** Read the workspace a database file belongs to, without writing anything (null when new or empty). */
-export function peekWorkspace(path: string): { id: string; name: string } | null {
+/**
+ * What an existing database says, read without writing anything: the workspace it
+ * belongs to, and a quota wall (resume_after) still in force. Null when new or empty.
+ */
+export function peekDatabase(path: string, now = Date.now()): { workspace: { id: string; name: string } | null; resumeAfter: number | null } | null {
   if (!existsSync(path)) return null;
   let db: DB | undefined;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
-    const has = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'workspace'").get();
-    if (!has) return null;
-    return (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
+    const has = (t: string) => db!.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
+    if (!has("workspace")) return null;
+    const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
+    const ra = has("sync_runs")
+      ? (db.prepare("SELECT resume_after FROM sync_runs WHERE resume_after IS NOT NULL ORDER BY id DESC LIMIT 1").get() as { resume_after: string } | undefined)
+      : undefined;
+    const t = ra ? Date.parse(ra.resume_after) : NaN;
+    return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null };
   } catch (err) {
     throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });
   } finally {

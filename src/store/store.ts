@@ -9,6 +9,7 @@ import type { DetailResponse, HistoryRow, ListItem, LocationNode, WorkspaceRespo
 import { scanNotReflected } from "../core/api-schemas.js";
 import { WorkspaceMismatchError } from "../core/errors.js";
 import type { DB } from "./db.js";
+import type { Planner, PlanReason, PreviousState } from "../sync/planner.js";
 
 export type RunMode = "full" | "incremental";
 export type RunStatus = "running" | "succeeded" | "partial" | "failed" | "interrupted";
@@ -26,6 +27,7 @@ export interface RunState {
 export interface RunCounters {
   requests: number;
   requestsByEndpoint: Record<string, number>;
+  requestsByStatus: Record<string, number>;
   responses429: number;
   responses503: number;
   retries: number;
@@ -47,7 +49,7 @@ const iso = () => new Date().toISOString();
 const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
-/** Stable identity of a history row: every field, in a fixed order. */
+/** Stable identity of a history row: every field, in a fixed order. Rows equal in every field are one row. */
 export function historyRowKey(r: HistoryRow): string {
   return createHash("sha1")
     .update(
@@ -105,7 +107,9 @@ export class Store {
           last_seen_at = excluded.last_seen_at, missed_walks = 0, deleted_at = NULL`),
       deleteRootQty: p("DELETE FROM sku_root_quantities WHERE sku_id = ?"),
       insertRootQty: p("INSERT INTO sku_root_quantities (sku_id, root_location_id, quantity) VALUES (?, ?, ?)"),
-      getSkuSync: p("SELECT list_fingerprint, fetched_walk_id, fail_count FROM sku_sync WHERE sku_id = ?"),
+      getSkuSync: p(`SELECT s.list_fingerprint, s.fetched_walk_id, s.pending_walk_id, s.fail_count,
+          EXISTS (SELECT 1 FROM sku_location_quantities q WHERE q.sku_id = s.sku_id AND q.freshness_status IS NOT 'clean') AS not_clean
+        FROM sku_sync s WHERE s.sku_id = ?`),
       upsertSkuSync: p(`INSERT INTO sku_sync (sku_id, list_fingerprint, listed_walk_id, pending_walk_id)
         VALUES (@skuId, @fingerprint, @walkId, @pending)
         ON CONFLICT(sku_id) DO UPDATE SET list_fingerprint = excluded.list_fingerprint, listed_walk_id = excluded.listed_walk_id,
@@ -124,10 +128,10 @@ export class Store {
           freshness_last_replayed_at = excluded.freshness_last_replayed_at, freshness_last_source_kind = excluded.freshness_last_source_kind,
           location_name = excluded.location_name, location_code = excluded.location_code, parent_id = excluded.parent_id,
           fetched_at = excluded.fetched_at, not_clean_since = excluded.not_clean_since`),
-      insertHistory: p(`INSERT OR IGNORE INTO history (sku_id, row_key, dup_index, kind, occurred_at, direction, quantity, location_id,
+      insertHistory: p(`INSERT OR IGNORE INTO history (sku_id, row_key, kind, occurred_at, direction, quantity, location_id,
           location_name, location_code, event_id, event_type_code, event_type_name, set_session_id, set_type_code,
           observed_quantity, note, first_seen_run_id)
-        VALUES (@skuId, @rowKey, @dupIndex, @kind, @occurredAt, @direction, @quantity, @locationId, @locationName, @locationCode,
+        VALUES (@skuId, @rowKey, @kind, @occurredAt, @direction, @quantity, @locationId, @locationName, @locationCode,
           @eventId, @eventTypeCode, @eventTypeName, @setSessionId, @setTypeCode, @observedQuantity, @note, @runId)`),
       skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
       skuFailed: p(`UPDATE sku_sync SET fail_count = fail_count + 1, last_error = ? WHERE sku_id = ?`),
@@ -141,19 +145,29 @@ export class Store {
       deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ?`),
       unqueueDeleted: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id IN (SELECT id FROM skus WHERE deleted_at IS NOT NULL)`),
 
-      pending: p("SELECT sku_id FROM sku_sync WHERE pending_walk_id = ? ORDER BY sku_id"),
+      // Stalest first: never fetched, then fetched longest ago (a budget-limited run converges on them).
+      pending: p("SELECT sku_id FROM sku_sync WHERE pending_walk_id = ? ORDER BY fetched_at ASC NULLS FIRST, sku_id"),
+      queueStalest: p(`UPDATE sku_sync SET pending_walk_id = @walk WHERE sku_id IN (
+          SELECT s.sku_id FROM sku_sync s JOIN skus k ON k.id = s.sku_id
+          WHERE k.deleted_at IS NULL AND s.listed_walk_id = @walk AND s.pending_walk_id IS NOT @walk AND s.fetched_walk_id IS NOT @walk
+          ORDER BY s.fetched_at ASC NULLS FIRST LIMIT @limit) RETURNING sku_id`),
+      countCurrentSkus: p("SELECT count(*) AS n FROM skus WHERE deleted_at IS NULL"),
+      countVerifiedBefore: p(`SELECT count(*) AS n FROM sku_sync s JOIN skus k ON k.id = s.sku_id
+        WHERE k.deleted_at IS NULL AND (s.fetched_at IS NULL OR s.fetched_at < ?)`),
+      runPlan: p(`UPDATE sync_runs SET skus_new = @new, skus_changed = @changed, skus_repolled = @repolled,
+          skus_retried = @retried, skus_reverified = @reverified, request_budget = @budget WHERE id = @id`),
+      lastResumeAfter: p("SELECT resume_after FROM sync_runs WHERE resume_after IS NOT NULL ORDER BY id DESC LIMIT 1"),
       countPending: p("SELECT count(*) AS n FROM sku_sync WHERE pending_walk_id = ?"),
 
       lastRun: p("SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1"),
-      lastWalkOfMode: p(`SELECT * FROM sync_runs WHERE mode = ? ORDER BY id DESC LIMIT 1`),
       markInterrupted: p(`UPDATE sync_runs SET status = 'interrupted', finished_at = COALESCE(finished_at, ?),
           error = COALESCE(error, 'the process ended without finishing the run (killed or crashed)') WHERE status = 'running'`),
       insertRun: p(`INSERT INTO sync_runs (mode, started_at, status, walk_id, pid, list_cursor, list_done)
         VALUES (?, ?, 'running', ?, ?, ?, ?)`),
       setWalk: p("UPDATE sync_runs SET walk_id = id WHERE id = ?"),
       carryCounters: p(`UPDATE sync_runs SET skus_listed = (SELECT skus_listed FROM sync_runs WHERE id = ?) WHERE id = ?`),
-      repointPending: p("UPDATE sku_sync SET pending_walk_id = ? WHERE pending_walk_id = ?"),
-      runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, responses_429 = @r429,
+      hasHistory: p("SELECT 1 FROM history WHERE sku_id = ? AND row_key = ?"),
+      runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, requests_by_status = @byStatus, responses_429 = @r429,
           responses_503 = @r503, retries = @retries, wait_ms = @waitMs WHERE id = @id`),
       setLocationsSeen: p("UPDATE sync_runs SET locations_seen = ? WHERE id = ?"),
       setSkusDeleted: p("UPDATE sync_runs SET skus_deleted = ? WHERE id = ?"),
@@ -185,10 +199,12 @@ export class Store {
   startRun(mode: RunMode): RunState {
     return this.db.transaction((): RunState => {
       this.s.markInterrupted.run(iso());
-      const prev = this.s.lastWalkOfMode.get(mode) as
-        | { id: number; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number }
+      // Only the latest run of all is resumed, and only by a run of the same mode: once another
+      // walk has run since, the old cursor and queue describe a past state of the server.
+      const prev = this.s.lastRun.get() as
+        | { id: number; mode: RunMode; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number }
         | undefined;
-      const resumable = prev && prev.status !== "succeeded" && prev.walk_id != null;
+      const resumable = prev && prev.mode === mode && prev.status !== "succeeded" && prev.walk_id != null;
       const now = iso();
       if (resumable) {
         const info = this.s.insertRun.run(mode, now, prev.walk_id, process.pid, prev.list_cursor, prev.list_done);
@@ -209,6 +225,7 @@ export class Store {
       id: runId,
       requests: c.requests,
       byEndpoint: JSON.stringify(c.requestsByEndpoint),
+      byStatus: JSON.stringify(c.requestsByStatus),
       r429: c.responses429,
       r503: c.responses503,
       retries: c.retries,
@@ -251,28 +268,23 @@ export class Store {
   // ---- list pages --------------------------------------------------------------------------------
 
   /**
-   * One list page, with the walk checkpoint. `plan(item, previous)` says whether the SKU
+   * One list page, with the walk checkpoint. The planner says whether (and why) each SKU
    * needs detail + history in this walk; those are queued (sku_sync.pending_walk_id).
-   * Returns the queued SKU ids.
+   * Returns the queued SKU ids with their reasons.
    */
-  savePage(
-    run: RunState,
-    items: ListItem[],
-    nextCursor: string | null,
-    plan: (item: ListItem, fingerprint: string, previous: { list_fingerprint: string | null; fetched_walk_id: number | null; fail_count: number } | undefined) => boolean,
-  ): string[] {
+  savePage(run: RunState, items: ListItem[], nextCursor: string | null, planner: Planner): Array<{ id: string; reason: PlanReason }> {
     return this.db.transaction(() => {
       const now = iso();
-      const queued: string[] = [];
+      const queued: Array<{ id: string; reason: PlanReason }> = [];
       for (const item of items) {
         this.s.upsertSku.run(skuParams(item, item.totalQuantity, now));
         this.s.deleteRootQty.run(item.id);
         for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
         const fingerprint = listFingerprint(item);
-        const prev = this.s.getSkuSync.get(item.id) as Parameters<typeof plan>[2];
-        const want = plan(item, fingerprint, prev);
-        if (want) queued.push(item.id);
-        this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: want ? run.walkId : null });
+        const prev = this.s.getSkuSync.get(item.id) as PreviousState | undefined;
+        const reason = planner.reason(item, fingerprint, prev);
+        if (reason) queued.push({ id: item.id, reason });
+        this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: reason ? run.walkId : null });
       }
       this.s.setListCheckpoint.run(nextCursor, nextCursor === null ? 1 : 0, items.length, queued.length, run.id);
       return queued;
@@ -305,9 +317,34 @@ export class Store {
   countPending(walkId: number): number {
     return (this.s.countPending.get(walkId) as { n: number }).n;
   }
-  /** A resumed walk adopts the queue under its own walk id (it is the same walk). */
-  adoptPending(fromWalk: number, toWalk: number): void {
-    if (fromWalk !== toWalk) this.s.repointPending.run(toWalk, fromWalk);
+  /**
+   * Rotating re-verification: queue the `limit` SKUs fetched longest ago among those this
+   * walk listed (not already queued or fetched in it). SKUs the list stopped returning are
+   * left to the missed-walks rule rather than spending a request on them.
+   */
+  queueStalest(walkId: number, limit: number): string[] {
+    if (limit <= 0) return [];
+    return (this.s.queueStalest.all({ walk: walkId, limit }) as Array<{ sku_id: string }>).map((r) => r.sku_id);
+  }
+  /** Current SKUs whose detail and history were last stored before `iso` (or never). */
+  countVerifiedBefore(isoTime: string): number {
+    return (this.s.countVerifiedBefore.get(isoTime) as { n: number }).n;
+  }
+  countCurrentSkus(): number {
+    return (this.s.countCurrentSkus.get() as { n: number }).n;
+  }
+  saveRunPlan(runId: number, p: { new: number; changed: number; repolled: number; retried: number; reverified: number; budget: number | null }): void {
+    this.s.runPlan.run({ id: runId, ...p });
+  }
+  /** resume_after of the latest run that set one (a quota wall), if still in the future. */
+  resumeAfter(now = Date.now()): number | null {
+    const r = this.s.lastResumeAfter.get() as { resume_after: string } | undefined;
+    const t = r ? Date.parse(r.resume_after) : NaN;
+    return Number.isFinite(t) && t > now ? t : null;
+  }
+  /** Is this history row (by identity) stored for the SKU? */
+  hasHistoryRow(skuId: string, rowKey: string): boolean {
+    return this.s.hasHistory.get(skuId, rowKey) !== undefined;
   }
 
   // ---- one SKU -----------------------------------------------------------------------------------
@@ -339,13 +376,9 @@ export class Store {
       for (const gone of before.keys()) this.s.deleteLocQty.run(skuId, gone);
 
       let rowsAdded = 0;
-      const seen = new Map<string, number>();
       for (const r of history) {
-        const rowKey = historyRowKey(r);
-        const dupIndex = seen.get(rowKey) ?? 0;
-        seen.set(rowKey, dupIndex + 1);
         rowsAdded += this.s.insertHistory.run({
-          skuId, rowKey, dupIndex, kind: r.kind, occurredAt: r.occurredAt, direction: r.direction, quantity: r.quantity,
+          skuId, rowKey: historyRowKey(r), kind: r.kind, occurredAt: r.occurredAt, direction: r.direction, quantity: r.quantity,
           locationId: r.locationId, locationName: r.locationName, locationCode: r.locationCode, eventId: r.eventId,
           eventTypeCode: r.eventTypeCode, eventTypeName: r.eventTypeName, setSessionId: r.setSessionId,
           setTypeCode: r.setTypeCode, observedQuantity: r.observedQuantity, note: r.note, runId: run.id,

@@ -1,7 +1,7 @@
 /**
  * The planner decides, from what the list walk shows, which SKUs need their detail
- * and history fetched in this walk. It sees records and the store's memory of them,
- * never HTTP, so it is tested without a server.
+ * and history fetched in this walk, and why. It sees records and the store's memory
+ * of them, never HTTP, so it is tested without a server.
  */
 import type { ListItem } from "../core/api-schemas.js";
 import type { RunState } from "../store/store.js";
@@ -9,14 +9,51 @@ import type { RunState } from "../store/store.js";
 export interface PreviousState {
   list_fingerprint: string | null;
   fetched_walk_id: number | null;
+  pending_walk_id: number | null;
   fail_count: number;
+  /** 1 when any stored leaf of the SKU has freshness other than clean. */
+  not_clean: number;
 }
 
+export type PlanReason = "new" | "changed" | "repolled" | "retried";
+
 export interface Planner {
-  wants(item: ListItem, fingerprint: string, previous: PreviousState | undefined): boolean;
+  /** Why the SKU must be fetched in this walk, or null when the list shows nothing to do. */
+  reason(item: ListItem, fingerprint: string, previous: PreviousState | undefined): PlanReason | null;
 }
 
 /** Full sync: every listed SKU, except those this same walk already stored (a resumed run does not refetch them). */
 export function planFull(run: RunState): Planner {
-  return { wants: (_item, _fp, prev) => prev?.fetched_walk_id !== run.walkId };
+  return {
+    reason: (_item, _fp, prev) => (prev?.fetched_walk_id === run.walkId ? null : prev?.fetched_walk_id == null ? "new" : "changed"),
+  };
+}
+
+/**
+ * Incremental sync: only what the list shows may have changed, what was not settled,
+ * and what an earlier run left undone. Unchanged SKUs cost no request beyond the list page.
+ * (What the list cannot show is caught by rotating re-verification, queued after the walk.)
+ */
+export function planIncremental(run: RunState): Planner {
+  return {
+    reason(_item, fingerprint, prev) {
+      if (!prev || prev.fetched_walk_id == null) return prev?.fail_count ? "retried" : "new";
+      if (prev.fetched_walk_id === run.walkId) return null; // done earlier in this (resumed) walk
+      if (prev.fail_count > 0 || (prev.pending_walk_id != null && prev.pending_walk_id !== run.walkId)) return "retried";
+      if (prev.list_fingerprint !== fingerprint) return "changed";
+      if (prev.not_clean) return "repolled";
+      return null;
+    },
+  };
+}
+
+/**
+ * How many SKUs each cycle re-verifies so that every SKU is re-verified within the
+ * window: N x (interval / window), rounded up. E.g. 10,000 SKUs, 5-minute cycles and
+ * a 24 h window: 35 per cycle. A cycle that runs late or is skipped shortens nobody's
+ * window by more than one interval, because the stalest SKUs always go first.
+ */
+export function reverifyShare(currentSkus: number, intervalMs: number, windowMs: number): number {
+  if (currentSkus <= 0 || intervalMs <= 0 || windowMs <= 0) return 0;
+  return Math.ceil((currentSkus * Math.min(intervalMs, windowMs)) / windowMs);
 }

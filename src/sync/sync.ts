@@ -13,14 +13,14 @@ import type { ResolvedConfig } from "../core/config.js";
 import { DEFAULTS } from "../core/defaults.js";
 import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
-import type { WorkspaceResponse } from "../core/api-schemas.js";
+import type { HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
-import { acquireWriterLock, checkDirectory, openDatabase, peekWorkspace } from "../store/db.js";
-import { databaseBelongsToAnother, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
+import { acquireWriterLock, checkDirectory, openDatabase, peekDatabase } from "../store/db.js";
+import { databaseBelongsToAnother, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { WorkQueue } from "./queue.js";
 import { fetchSku, walkList } from "./walker.js";
-import { planFull, type Planner } from "./planner.js";
+import { planFull, planIncremental, reverifyShare, type PlanReason, type Planner } from "./planner.js";
 import type { ProgressSink } from "./progress.js";
 
 export interface SyncOptions {
@@ -42,6 +42,8 @@ export interface SyncResult {
   workspace: { id: string; name: string };
   skusListed: number;
   skusPlanned: number;
+  /** Why SKUs were queued: new, changed (the list showed it), repolled (freshness not clean), retried, reverified (rotation). */
+  plan: Record<PlanReason | "reverified", number>;
   skusFetched: number;
   skusFailed: number;
   skusDeleted: number;
@@ -49,6 +51,8 @@ export interface SyncResult {
   historyRowsAdded: number;
   requests: number;
   requestsByEndpoint: Record<string, number>;
+  /** Attempts by HTTP status ("2xx" for successes) or error kind (network, timeout, invalid-response). */
+  requestsByStatus: Record<string, number>;
   responses429: number;
   responses503: number;
   retries: number;
@@ -67,7 +71,7 @@ const QUEUE_CAPACITY = 2_000;
 const COUNTER_FLUSH_MS = 2_000;
 
 /** Workers, scheduler and client for one process, from the resolved config. */
-export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock) {
+export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock, pausedUntil?: number) {
   if (!config.baseUrl) {
     throw new SyncError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file (try 'inventory-mirror simulate' for a local one)");
   }
@@ -80,6 +84,8 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     backoffCapMs: config.retry.backoffCapMs,
     minRetryAfterMs: config.retry.minRetryAfterMs,
     maxWaitMs: config.maxWaitMs,
+    maxRequests: config.sync.maxRequests,
+    ...(pausedUntil ? { pausedUntil } : {}),
     ...(clock ? { clock } : {}),
     ...(onEvent ? { onEvent } : {}),
   });
@@ -109,6 +115,8 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   const { config, logger } = opts;
   checkDirectory(config.dbPath);
   const started = Date.now();
+  // One writer per file, decided before any request: a second process costs no quota.
+  const lock = acquireWriterLock(config.dbPath);
   const pendingJournal: JournalEntry[] = [];
   let journalSink: ((e: JournalEntry) => void) | null = null;
   const onEvent = (e: SchedulerEvent) => {
@@ -118,24 +126,24 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     if (journalSink) journalSink(entry);
     else pendingJournal.push(entry);
   };
-  const { client, scheduler } = createApi(config, opts.key, onEvent, opts.clock);
-
+  let store: Store | null = null;
+  let api: ReturnType<typeof createApi> | null = null;
   // Internal abort: a fatal error in one worker stops the others; the caller's signal does too.
   const ac = new AbortController();
   const onOuterAbort = () => ac.abort(opts.signal.reason);
   opts.signal.addEventListener("abort", onOuterAbort, { once: true });
   const signal = ac.signal;
-
-  let lock: { release(): void } | null = null;
-  let store: Store | null = null;
   try {
-    // 1. Who is this key for? Nothing is written before this and the database check pass.
+    // What the file already says, read without writing: its workspace, and a quota wall still in force.
+    const peek = peekDatabase(config.dbPath);
+    api = createApi(config, opts.key, onEvent, opts.clock, peek?.resumeAfter ?? undefined);
+    const { client, scheduler } = api;
+
+    // Who is this key for? Nothing is written before this and the database check pass.
     const ws = await client.workspace(signal);
     checkExpectedWorkspace(ws, config);
-    const owner = peekWorkspace(config.dbPath);
-    if (owner && owner.id !== ws.workspace.id) throw databaseBelongsToAnother(owner, ws.workspace);
+    if (peek?.workspace && peek.workspace.id !== ws.workspace.id) throw databaseBelongsToAnother(peek.workspace, ws.workspace);
 
-    lock = acquireWriterLock(config.dbPath);
     const db = openDatabase(config.dbPath);
     store = new Store(db);
     store.bindWorkspace(ws);
@@ -150,9 +158,9 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     return result;
   } finally {
     opts.signal.removeEventListener("abort", onOuterAbort);
-    await client.close().catch(() => {});
+    await api?.client.close().catch(() => {});
     store?.db.close();
-    lock?.release();
+    lock.release();
   }
 }
 
@@ -167,11 +175,14 @@ async function executeRun(
   ws: WorkspaceResponse,
 ): Promise<SyncResult> {
   const { config, logger } = opts;
-  const planner: Planner = planFull(run);
-  const deleteAfterMisses = opts.mode === "full" ? 1 : 2;
+  const incremental = opts.mode === "incremental";
+  const planner: Planner = incremental ? planIncremental(run) : planFull(run);
+  const deleteAfterMisses = incremental ? 2 : 1;
   const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0 };
+  const reasons: Record<PlanReason | "reverified", number> = { new: 0, changed: 0, repolled: 0, retried: 0, reverified: 0 };
+  /** SKUs whose whole history is walked even in an incremental run (rotating re-verification). */
+  const fullHistory = new Set<string>();
   let fatal: Error | null = null;
-  let walkCompletedHere = false;
   const queue = new WorkQueue<string>(QUEUE_CAPACITY);
   const enqueued = new Set<string>();
   let total: number | null = null;
@@ -186,6 +197,7 @@ async function executeRun(
     store.saveRunCounters(run.id, {
       requests: scheduler.stats.requests,
       requestsByEndpoint: scheduler.stats.byEndpoint,
+      requestsByStatus: scheduler.stats.byStatus,
       responses429: scheduler.stats.rateLimited,
       responses503: scheduler.stats.unavailable,
       retries: scheduler.stats.retries,
@@ -213,7 +225,7 @@ async function executeRun(
     try {
       const loc = await client.locations(signal);
       counters.locations = store.saveLocations(run.id, loc.locations, deleteAfterMisses).seen;
-      // A resumed walk first finishes the SKUs its predecessor had queued.
+      // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
       if (run.resumedFrom) for (const id of store.pendingSkus(run.walkId)) await enqueue(id);
       if (!run.listDone) {
         for await (const page of walkList(client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, signal)) {
@@ -221,15 +233,30 @@ async function executeRun(
             store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
             logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
           }
-          if (page.summary?.skuCount != null && total === null) total = page.summary.skuCount;
-          const queued = store.savePage(run, page.items, page.nextCursor, planner.wants);
+          // TODO(wire): saveSnapshot(store.db, run.id, page.roots, page.summary) on the first page, once src/store/snapshots.ts lands.
+          if (page.summary?.skuCount != null && total === null && !incremental) total = page.summary.skuCount;
+          const queued = store.savePage(run, page.items, page.nextCursor, planner);
           counters.listed += page.items.length;
           counters.planned += queued.length;
-          for (const id of queued) await enqueue(id);
+          for (const q of queued) {
+            reasons[q.reason]++;
+            await enqueue(q.id);
+          }
           if (signal.aborted) return;
         }
-        walkCompletedHere = true;
         counters.deleted = store.finishListWalk(run, deleteAfterMisses);
+        if (incremental) {
+          // What the list cannot show (a transfer inside one root, a SET confirming the same
+          // count) is caught by re-verifying, each cycle, the SKUs verified longest ago.
+          const share = reverifyShare(store.countCurrentSkus(), cycleIntervalMs(store, run), config.sync.reverifyWindowHours * 3_600_000);
+          const due = Math.max(share, store.countVerifiedBefore(new Date(Date.now() - config.sync.reverifyWindowHours * 3_600_000).toISOString()));
+          for (const id of store.queueStalest(run.walkId, due)) {
+            fullHistory.add(id);
+            reasons.reverified++;
+            counters.planned++;
+            await enqueue(id);
+          }
+        }
       }
       if (total === null) total = alreadyDone + enqueued.size;
     } catch (err) {
@@ -245,13 +272,14 @@ async function executeRun(
       if (next.done || signal.aborted) return;
       const skuId = next.value;
       try {
-        const f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize }, signal);
+        const enough = incremental && !fullHistory.has(skuId) ? historyStop(store, skuId, config.sync.historyOverlapRows) : undefined;
+        const f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}) }, signal);
         const saved = store.saveSku(run, skuId, f.detail, f.history);
         counters.fetched++;
         counters.rowsAdded += saved.rowsAdded;
       } catch (err) {
         if (signal.aborted) return;
-        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall") return fail(err as Error);
+        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall" || err.kind === "budget") return fail(err as Error);
         if (err.endpoint === "detail" && err.status === 404) {
           store.skuVanished(run.id, skuId);
           continue;
@@ -273,15 +301,20 @@ async function executeRun(
   await Promise.all([produce(), ...Array.from({ length: config.concurrency }, work)]);
   clearInterval(flushTimer);
   flush();
+  store.saveRunPlan(run.id, { ...reasons, budget: config.sync.maxRequests });
 
   let status: RunStatus;
   let error: Error | null = fatal;
   let resumeAfter: string | null = null;
   const fatalErr = fatal as Error | null;
-  if (fatalErr instanceof ApiError && fatalErr.kind === "quota-wall") {
+  if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget")) {
     status = "partial";
-    resumeAfter = fatalErr.resumeAfter ? new Date(fatalErr.resumeAfter).toISOString() : null;
-    store.journal(run.id, { kind: "partial", message: `quota wall: resume after ${resumeAfter}` });
+    if (fatalErr.kind === "quota-wall") {
+      resumeAfter = fatalErr.resumeAfter ? new Date(fatalErr.resumeAfter).toISOString() : null;
+      store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, status: fatalErr.status, message: `quota wall: resume after ${resumeAfter}` });
+    } else {
+      store.journal(run.id, { kind: "partial", message: `request budget of ${config.sync.maxRequests} spent; remaining work stays queued` });
+    }
   } else if (fatalErr) {
     status = "failed";
   } else if (opts.signal.aborted) {
@@ -296,8 +329,7 @@ async function executeRun(
   }
   if (error && status === "failed") store.journal(run.id, { kind: "error", message: describeError(error) });
   store.finishRun(run.id, status, error ? describeError(error) : null, resumeAfter);
-  logger.info({ runId: run.id, status }, `sync ${status}`);
-  void walkCompletedHere;
+  logger.info({ runId: run.id, status, plan: reasons }, `sync ${status}`);
 
   return {
     runId: run.id,
@@ -307,6 +339,7 @@ async function executeRun(
     workspace: ws.workspace,
     skusListed: counters.listed,
     skusPlanned: counters.planned,
+    plan: reasons,
     skusFetched: counters.fetched,
     skusFailed: counters.failed,
     skusDeleted: counters.deleted,
@@ -314,6 +347,7 @@ async function executeRun(
     historyRowsAdded: counters.rowsAdded,
     requests: scheduler.stats.requests,
     requestsByEndpoint: { ...scheduler.stats.byEndpoint },
+    requestsByStatus: { ...scheduler.stats.byStatus },
     responses429: scheduler.stats.rateLimited,
     responses503: scheduler.stats.unavailable,
     retries: scheduler.stats.retries,
@@ -322,6 +356,37 @@ async function executeRun(
     resumeAfter,
     error,
   };
+}
+
+/**
+ * Incremental history: pages come newest first; stop once the walk has reached rows
+ * already stored and then gone `overlap` known rows further, and past the whole group
+ * of rows sharing the first known row's occurredAt (ties). The overlap catches rows
+ * that arrived late with an older occurredAt, down to that depth.
+ */
+export function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
+  let firstKnownAt: string | null = null;
+  let knownAfter = 0;
+  return (_rows, lastPage) => {
+    let last: HistoryRow | undefined;
+    for (const r of lastPage) {
+      if (store.hasHistoryRow(skuId, historyRowKey(r))) {
+        if (firstKnownAt === null) firstKnownAt = r.occurredAt;
+        knownAfter++;
+      }
+      last = r;
+    }
+    return firstKnownAt !== null && knownAfter > overlap && last !== undefined && last.occurredAt < firstKnownAt;
+  };
+}
+
+/** The cadence of incremental runs, measured: time since the previous one started (1 min to 1 day); 5 min when unknown. */
+function cycleIntervalMs(store: Store, run: RunState): number {
+  const prev = store.db
+    .prepare("SELECT started_at FROM sync_runs WHERE mode = 'incremental' AND id < ? ORDER BY id DESC LIMIT 1")
+    .get(run.id) as { started_at: string } | undefined;
+  const gap = prev ? Date.now() - Date.parse(prev.started_at) : 5 * 60_000;
+  return Math.min(Math.max(gap, 60_000), 86_400_000);
 }
 
 function countFetchedInWalk(store: Store, walkId: number): number {

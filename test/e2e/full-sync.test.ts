@@ -67,7 +67,7 @@ describe("sync --full", () => {
       const rows = {
         skus: d.prepare("SELECT id, code, name, total_quantity, options, deleted_at FROM skus ORDER BY id").all(),
         leaf: d.prepare("SELECT sku_id, location_id, quantity, freshness_status FROM sku_location_quantities ORDER BY 1, 2").all(),
-        history: d.prepare("SELECT sku_id, row_key, dup_index FROM history ORDER BY 1, 2, 3").all(),
+        history: d.prepare("SELECT sku_id, row_key FROM history ORDER BY 1, 2").all(),
       };
       d.close();
       return rows;

@@ -1,7 +1,7 @@
 /**
  * Compare a mirror database with the simulator's ground truth, row by row: the
  * workspace, every location, every current SKU, its root and leaf quantities with
- * freshness, and its complete history as a multiset of rows. Returns the differences.
+ * freshness, and its complete history as a set of rows (a row identical in every field is one row). Returns the differences.
  */
 import Database from "better-sqlite3";
 import type { GroundTruth } from "../../src/simulator/index.js";
@@ -74,7 +74,7 @@ export function diffAgainstTruth(dbPath: string, truth: GroundTruth): string[] {
         eventTypeName: h.event_type_name, setSessionId: h.set_session_id, setTypeCode: h.set_type_code,
         observedQuantity: h.observed_quantity, note: h.note,
       })).sort();
-      const want = (t.history as Row[]).map(historyTuple).sort();
+      const want = [...new Set((t.history as Row[]).map(historyTuple))].sort();
       if (JSON.stringify(got) !== JSON.stringify(want)) {
         const missing = want.filter((w) => !got.includes(w)).length;
         const extra = got.filter((g) => !want.includes(g)).length;

@@ -23,7 +23,10 @@ export default async function sync(v: Record<string, unknown>): Promise<number> 
   if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
   else process.stdout.write(summarize(result) + "\n");
   if (result.status === "succeeded") return EXIT.ok;
+  // A run stopped by the budget the user set did what was asked: its work stays queued for the next run.
+  const budget = result.error instanceof ApiError && result.error.kind === "budget";
   if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${redactSecrets(describeError(result.error))}\n`);
+  if (budget) return EXIT.ok;
   if (result.error instanceof ApiError) return result.error.exitCode;
   return EXIT.syncFailed;
 }
@@ -36,6 +39,9 @@ export function summarize(r: SyncResult): string {
     `sync ${r.mode === "full" ? "--full " : ""}${r.status} in ${(r.durationMs / 1000).toFixed(1)} s (run ${r.runId}${r.resumedFrom ? `, resumed from run ${r.resumedFrom}` : ""})`,
     `  workspace  ${r.workspace.name} (${r.workspace.id})`,
     `  SKUs       ${r.skusListed} listed, ${r.skusFetched} fetched, ${r.skusFailed} failed, ${r.skusDeleted} marked deleted`,
+    ...(r.mode === "incremental"
+      ? [`  planned    ${r.plan.new} new, ${r.plan.changed} changed, ${r.plan.repolled} re-polled (freshness), ${r.plan.retried} retried, ${r.plan.reverified} re-verified`]
+      : []),
     `  locations  ${r.locations}`,
     `  history    ${r.historyRowsAdded} rows added`,
     `  requests   ${r.requests}${ep ? ` (${ep})` : ""}; ${r.responses429} × 429, ${r.responses503} × 503, ${r.retries} retries, waited ${(r.waitMs / 1000).toFixed(1)} s`,
