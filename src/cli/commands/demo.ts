@@ -7,7 +7,7 @@ import { dirname, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { ConfigError } from "../../core/errors.js";
 import { loadConfig } from "../../core/config.js";
-import { createLogger } from "../../core/logger.js";
+import { createLogger, LOG_LEVELS } from "../../core/logger.js";
 import { Secret } from "../../core/secret.js";
 import { startSimulator } from "../../simulator/index.js";
 import { runSync } from "../../sync/sync.js";
@@ -18,9 +18,11 @@ export default async function demo(v: Record<string, unknown>): Promise<number> 
   const dbPath = resolve((v.db as string | undefined) ?? "./data/demo.db");
   const skus = v.skus === undefined ? 500 : Number(v.skus);
   if (!Number.isInteger(skus) || skus < 1) throw new ConfigError(`--skus: expected a whole number >= 1, got "${String(v.skus)}"`);
+  const level = (v["log-level"] as string | undefined) ?? "warn";
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new ConfigError(`--log-level: expected one of ${LOG_LEVELS.join(", ")}, got "${level}"`);
   mkdirSync(dirname(dbPath), { recursive: true });
   const apiKey = `sim_${randomBytes(16).toString("hex")}`;
-  const logger = createLogger(((v["log-level"] as string | undefined) ?? "warn") as "warn");
+  const logger = createLogger(level as (typeof LOG_LEVELS)[number]);
 
   process.stdout.write(`Starting the simulator (seed 42, ${skus} SKUs) on 127.0.0.1…\n`);
   const sim = await startSimulator({ seed: 42, skus, apiKey });

@@ -43,6 +43,8 @@ export default async function simulate(v: Record<string, unknown>): Promise<numb
   const churnPct = v.churn === undefined ? undefined : num(v.churn, "churn");
   const churnEvery = num(v["churn-interval"], "churn-interval") ?? 60;
 
+  // A key the user chose is theirs (it may be a real key reused for a test): never print it back.
+  const keyFromEnv = opts.apiKey !== undefined;
   const t0 = Date.now();
   const sim = await startSimulator(opts);
   const truth = sim.groundTruth();
@@ -50,12 +52,12 @@ export default async function simulate(v: Record<string, unknown>): Promise<numb
     [
       `inventory-mirror simulator listening (workspace generated in ${Date.now() - t0} ms)`,
       `  base URL   ${sim.baseUrl}`,
-      `  key        ${sim.apiKey}`,
+      `  key        ${keyFromEnv ? "the value of INVENTORY_API_KEY" : sim.apiKey}`,
       `  workspace  ${truth.workspace.workspace.name} (${truth.workspace.workspace.id}): ${truth.skus.length} SKUs, ${truth.locations.length} locations`,
       "",
       "Mirror it from another terminal:",
       `  export INVENTORY_BASE_URL=${sim.baseUrl}`,
-      `  export INVENTORY_API_KEY=${sim.apiKey}`,
+      keyFromEnv ? "  export INVENTORY_API_KEY=...   # the same key this simulator was started with" : `  export INVENTORY_API_KEY=${sim.apiKey}`,
       "  npx inventory-mirror sync --full",
       "",
     ].join("\n") + "\n",

@@ -1,0 +1,103 @@
+/**
+ * The built-in simulator of the read-only inventory API (`inventory-mirror simulate`):
+ * a deterministic, internally consistent implementation of ../shared/inventory-api.md
+ * for demos and end-to-end tests, with quota, fault injection and churn.
+ *
+ *   const sim = await startSimulator({ seed: 7, skus: 500 });
+ *   // point the client at sim.baseUrl with sim.apiKey, then compare with sim.groundTruth()
+ *   await sim.close();
+ *
+ * Where the document says "not shown", the simulator decides as follows (the client must
+ * not depend on these beyond what the document promises):
+ * - List items are every SKU matching q / stockState, ordered by id; scope only changes the
+ *   aggregation (a SKU with nothing in scope lists with 0 and counts as `empty`).
+ * - Last page: `page.nextCursor` is null. Cursors are keyset positions, HMAC-signed, bound
+ *   to the filters (q case-insensitively) but not to `limit`.
+ * - Errors: 400 invalid_parameter (malformed id / limit / stockState), 404 not_found (unknown
+ *   SKU or location, unknown path), 400 invalid_cursor, 401 unauthorized, 405
+ *   method_not_allowed, 429 rate_limited, 503 service_unavailable.
+ * - History ties on occurredAt are broken by insertion order (newest first).
+ * - nodeKind: `location` (root), `section`, `leaf`. lastSourceKind: `event` or `set`.
+ * - Movement rows carry null setSessionId / setTypeCode / observedQuantity; notes may be null.
+ * - A scope on the inactive leaf is accepted and holds nothing.
+ */
+import { randomBytes } from "node:crypto";
+import type { FaultRule } from "./faults.js";
+import { createModel, MODEL_DEFAULTS, SimModel, type ModelOptions } from "./model.js";
+import type { QuotaOptions } from "./quota.js";
+import { SimServer } from "./server.js";
+import type { SimStats } from "./stats.js";
+import type { GroundTruth } from "./types.js";
+
+export interface SimulatorOptions extends ModelOptions {
+  /** Default: random `sim_` + 32 hex characters. */
+  apiKey?: string;
+  /** Default 127.0.0.1. */
+  host?: string;
+  /** Default 0 (ephemeral). */
+  port?: number;
+  /** Path prefix, e.g. "/api" → http://host:port/api/v1/external/... */
+  prefix?: string;
+  /** Per-workspace token bucket; null (default) = unlimited. */
+  quota?: QuotaOptions | null;
+  faults?: FaultRule[];
+}
+
+export interface RunningSimulator {
+  /** http://host:port + prefix, no trailing slash. */
+  baseUrl: string;
+  apiKey: string;
+  model: SimModel;
+  groundTruth(): GroundTruth;
+  stats(): SimStats;
+  resetStats(): void;
+  setFaults(rules: FaultRule[]): void;
+  setQuota(q: QuotaOptions | null): void;
+  /** Closes the server and every socket promptly. */
+  close(): Promise<void>;
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const model = createModel(opts);
+  const apiKey = opts.apiKey ?? `sim_${randomBytes(16).toString("hex")}`;
+  const prefix = normalizePrefix(opts.prefix);
+  const host = opts.host ?? "127.0.0.1";
+  const server = new SimServer({
+    model,
+    apiKey,
+    prefix,
+    quota: opts.quota ?? null,
+    faults: opts.faults ?? [],
+    seed: opts.seed ?? MODEL_DEFAULTS.seed,
+  });
+  const port = await server.listen(host, opts.port ?? 0);
+  const hostPart = host.includes(":") ? `[${host}]` : host;
+  return {
+    baseUrl: `http://${hostPart}:${port}${prefix}`,
+    apiKey,
+    model,
+    groundTruth: () => model.groundTruth(),
+    stats: () => server.getStats(),
+    resetStats: () => server.resetStats(),
+    setFaults: (rules) => server.setFaults(rules),
+    setQuota: (q) => server.setQuota(q),
+    close: () => server.close(),
+  };
+}
+
+/** "", "/" → ""; "api/" → "/api". */
+export function normalizePrefix(prefix: string | undefined): string {
+  const trimmed = (prefix ?? "").replace(/^\/+|\/+$/g, "");
+  return trimmed ? `/${trimmed}` : "";
+}
+
+export { createModel, MODEL_DEFAULTS, SimModel, STOCK_STATES } from "./model.js";
+export type { ListFilter, ModelOptions, StockState } from "./model.js";
+export { FAULT_KINDS, parseFaultSpec, validateFaultRule } from "./faults.js";
+export type { FaultKind, FaultRule } from "./faults.js";
+export type { QuotaOptions } from "./quota.js";
+export type { RetryAfterViolation } from "./quota.js";
+export type { SimStats } from "./stats.js";
+export type { ChurnSummary } from "./churn.js";
+export { TIMELINE_END } from "./generate.js";
+export type { GroundTruth, GroundTruthSku, LocationNodeIn, ListItemIn, DetailResponseIn, HistoryRowIn } from "./types.js";

@@ -1,0 +1,404 @@
+/**
+ * The HTTP face of the simulator (node:http, keep-alive on).
+ *
+ * API pipeline, in order: stats + Retry-After check on arrival → auth (401) → quota (429)
+ * → route (404) / method (405) → faults → the endpoint. Admin endpoints under
+ * {prefix}/_sim/ need the same key but skip stats, quota and faults, so a test harness can
+ * observe and steer the simulator without disturbing what it measures.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { ConfigError } from "../core/errors.js";
+import { handleApi, matchRoute } from "./api.js";
+import { CursorCodec } from "./cursor.js";
+import {
+  DEFAULT_OVERSIZE_BYTES,
+  FaultEngine,
+  faultRetryAfter,
+  oversizeFrame,
+  parseFaultSpec,
+  PROXY_ERROR_PAGE,
+  validateFaultRule,
+  withoutRequiredField,
+  type FaultRule,
+} from "./faults.js";
+import type { SimModel } from "./model.js";
+import { retryAfterDeadline, TokenBucket, type QuotaOptions } from "./quota.js";
+import { StatsCollector, type SimStats } from "./stats.js";
+import { SimApiError } from "./types.js";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+const MAX_ADMIN_BODY = 1024 * 1024;
+/** Longer than undici's default idle keep-alive (4 s), so the client closes idle sockets first, never the server mid-reuse. */
+const KEEP_ALIVE_MS = 30_000;
+const PADDING = Buffer.alloc(64 * 1024, "x");
+
+export interface SimServerOptions {
+  model: SimModel;
+  apiKey: string;
+  /** "" or "/something" (no trailing slash). */
+  prefix: string;
+  quota: QuotaOptions | null;
+  faults: FaultRule[];
+  /** Seeds fault selection and the cursor secret. */
+  seed: number;
+}
+
+export class SimServer {
+  readonly server: Server;
+  private readonly model: SimModel;
+  private readonly prefix: string;
+  private readonly keyDigest: Buffer;
+  private readonly cursors: CursorCodec;
+  private readonly stats = new StatsCollector();
+  private readonly seed: number;
+  private bucket: TokenBucket | null = null;
+  private faults: FaultEngine;
+  private readonly sockets = new Set<Socket>();
+  /** Pending `slow` delays, released at close so nothing keeps the process alive. */
+  private readonly waits = new Set<() => void>();
+  private closing = false;
+
+  constructor(o: SimServerOptions) {
+    this.model = o.model;
+    this.prefix = o.prefix;
+    this.seed = o.seed;
+    this.keyDigest = digest(o.apiKey);
+    // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
+    this.cursors = new CursorCodec(createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest());
+    this.faults = new FaultEngine([], o.seed);
+    this.setFaults(o.faults);
+    this.setQuota(o.quota);
+    this.server = createServer({ keepAlive: true }, (req, res) => {
+      this.onRequest(req, res).catch((err: unknown) => this.internalError(res, err));
+    });
+    this.server.keepAliveTimeout = KEEP_ALIVE_MS;
+    // Node answers unparsable requests with a bare 400; keep the "error bodies are always JSON" promise.
+    this.server.on("clientError", (err: NodeJS.ErrnoException, socket: Socket) => {
+      if (!socket.writable || err.code === "ECONNRESET") return void socket.destroy();
+      const timeout = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+      const body = errorBuffer(timeout ? "request_timeout" : "bad_request", timeout ? "Request timed out" : "Malformed HTTP request");
+      socket.end(
+        `HTTP/1.1 ${timeout ? "408 Request Timeout" : "400 Bad Request"}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.toString()}`,
+      );
+    });
+    this.server.on("connection", (socket: Socket) => {
+      this.sockets.add(socket);
+      this.stats.connectionOpened();
+      socket.once("close", () => {
+        this.sockets.delete(socket);
+        this.stats.connectionClosed();
+      });
+    });
+  }
+
+  listen(host: string, port: number): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.server.once("error", reject);
+      this.server.listen(port, host, () => {
+        this.server.off("error", reject);
+        const addr = this.server.address();
+        resolve(typeof addr === "object" && addr ? addr.port : port);
+      });
+    });
+  }
+
+  /** Stop listening and drop every connection now (idle keep-alive ones included). */
+  async close(): Promise<void> {
+    if (this.closing) return;
+    this.closing = true;
+    for (const release of this.waits) release();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+
+  getStats(): SimStats {
+    return this.stats.snapshot();
+  }
+
+  resetStats(): void {
+    this.stats.reset();
+  }
+
+  setFaults(rules: readonly (FaultRule | string)[]): void {
+    const valid = rules.map((r, i) => (typeof r === "string" ? parseFaultSpec(r) : validateFaultRule(r, `fault rule ${i}`)));
+    this.faults = new FaultEngine(valid, this.seed);
+  }
+
+  setQuota(q: QuotaOptions | null): void {
+    this.bucket = q ? new TokenBucket(q) : null;
+  }
+
+  // ------------------------------------------------------------ pipeline
+
+  private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const at = Date.now();
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://simulator.invalid");
+    } catch {
+      return void sendError(res, 400, "bad_request", "Unparsable request target");
+    }
+    const inner = this.stripPrefix(url.pathname);
+    if (inner !== null && (inner === "/_sim" || inner.startsWith("/_sim/"))) return this.admin(req, res, inner.slice("/_sim".length), url);
+
+    const route = inner === null ? null : matchRoute(inner);
+    const finish = this.stats.begin(at, url.pathname, route?.endpoint ?? null, req.socket);
+    let outcome: number | "reset" | null = null;
+    res.once("close", () => finish(outcome ?? (res.writableFinished ? res.statusCode : "reset")));
+
+    if (!this.authorized(req)) return void sendError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
+    if (this.bucket) {
+      const taken = this.bucket.take();
+      if (!taken.ok) {
+        this.stats.quotaRejected();
+        return this.sendRetryAfter(res, 429, "rate_limited", "Workspace quota exceeded", String(taken.retryAfterSeconds));
+      }
+    }
+    if (!route) return void sendError(res, 404, "not_found", `No such endpoint: ${url.pathname}`);
+    if (req.method !== "GET") return void sendError(res, 405, "method_not_allowed", "The API is read-only: only GET is allowed", { allow: "GET" });
+
+    const decision = this.faults.decide({ endpoint: route.endpoint, skuId: route.skuId, hasCursor: !!url.searchParams.get("cursor") });
+    if (decision.delayMs > 0) {
+      this.stats.fault("slow");
+      await this.wait(decision.delayMs, res);
+      if (res.destroyed || this.closing) return;
+    }
+    const fault = decision.fault;
+    if (fault) this.stats.fault(fault.kind);
+    switch (fault?.kind) {
+      case "429":
+        return this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", faultRetryAfter(fault, Date.now()));
+      case "503":
+        return this.sendRetryAfter(res, 503, "service_unavailable", "The service is temporarily unavailable", faultRetryAfter(fault, Date.now()));
+      case "reset":
+        outcome = "reset";
+        req.socket.resetAndDestroy();
+        return;
+      case "reject-cursor":
+        return void sendError(res, 400, "invalid_cursor", "cursor is not valid for this request");
+      case "html":
+        return void send(res, 200, "text/html; charset=utf-8", Buffer.from(PROXY_ERROR_PAGE));
+      case "malformed-json":
+        return void send(res, 200, JSON_TYPE, Buffer.from('{"items": ['));
+      case "oversize":
+        outcome = 200;
+        return this.sendOversize(res, fault.bytes ?? DEFAULT_OVERSIZE_BYTES);
+    }
+
+    let status = 200;
+    let body: unknown;
+    try {
+      body = handleApi(this.model, this.cursors, route, url.searchParams);
+    } catch (err) {
+      if (!(err instanceof SimApiError)) throw err;
+      status = err.status;
+      body = { error: { code: err.code, message: err.message } };
+    }
+    if (fault?.kind === "missing-field" && status === 200) body = withoutRequiredField(route.endpoint, body);
+    const buf = Buffer.from(JSON.stringify(body));
+    if (fault?.kind === "wrong-content-type") return void send(res, status, "text/plain; charset=utf-8", buf);
+    if (fault?.kind === "truncated") {
+      outcome = status;
+      res.writeHead(status, { "content-type": JSON_TYPE, "content-length": buf.length });
+      // Half the declared body, then the connection ends: the client sees a premature close.
+      res.write(buf.subarray(0, Math.floor(buf.length / 2)), () => res.destroy());
+      return;
+    }
+    send(res, status, JSON_TYPE, buf);
+  }
+
+  private stripPrefix(path: string): string | null {
+    if (!this.prefix) return path;
+    if (path === this.prefix) return "";
+    return path.startsWith(`${this.prefix}/`) ? path.slice(this.prefix.length) : null;
+  }
+
+  private authorized(req: IncomingMessage): boolean {
+    const header = req.headers.authorization;
+    if (!header) return false;
+    const m = /^Bearer +(\S+) *$/i.exec(header);
+    if (!m) return false;
+    // Compare digests: constant time, and no length leak.
+    return timingSafeEqual(digest(m[1]!), this.keyDigest);
+  }
+
+  /** A 429/503 whose Retry-After (if any) the ledger will hold later requests to. */
+  private sendRetryAfter(res: ServerResponse, status: number, code: string, message: string, retryAfter: string | null): void {
+    send(res, status, JSON_TYPE, errorBuffer(code, message), retryAfter === null ? {} : { "retry-after": retryAfter });
+    if (retryAfter === null) return;
+    const sentAt = Date.now();
+    const deadline = retryAfterDeadline(retryAfter, sentAt);
+    if (deadline !== null) this.stats.ledger.record(sentAt, deadline, res.socket);
+  }
+
+  private wait(ms: number, res: ServerResponse): Promise<void> {
+    return new Promise((resolve) => {
+      const release = (): void => {
+        clearTimeout(timer);
+        res.off("close", release);
+        this.waits.delete(release);
+        resolve();
+      };
+      const timer = setTimeout(release, ms);
+      res.once("close", release);
+      this.waits.add(release);
+    });
+  }
+
+  /** A valid JSON body of exactly `bytes` bytes, streamed with backpressure (never held in memory). */
+  private async sendOversize(res: ServerResponse, bytes: number): Promise<void> {
+    const { head, tail, padding } = oversizeFrame(bytes);
+    res.writeHead(200, { "content-type": JSON_TYPE, "content-length": head.length + padding + tail.length });
+    res.write(head);
+    let left = padding;
+    while (left > 0 && !res.destroyed) {
+      const chunk = left >= PADDING.length ? PADDING : PADDING.subarray(0, left);
+      left -= chunk.length;
+      if (!res.write(chunk)) await drained(res);
+    }
+    if (!res.destroyed) res.end(tail);
+  }
+
+  private internalError(res: ServerResponse, err: unknown): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    sendError(res, 500, "internal", `Simulator error: ${message}`);
+  }
+
+  // ------------------------------------------------------------ admin
+
+  private async admin(req: IncomingMessage, res: ServerResponse, path: string, url: URL): Promise<void> {
+    if (!this.authorized(req)) return void sendError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
+    const method = req.method ?? "GET";
+    const want = ADMIN_ROUTES[path];
+    if (!want) return void sendError(res, 404, "not_found", `No such admin endpoint: ${url.pathname}`);
+    if (method !== want) return void sendError(res, 405, "method_not_allowed", `Use ${want}`, { allow: want });
+    try {
+      switch (path) {
+        case "/ground-truth":
+          return await this.streamGroundTruth(res);
+        case "/stats":
+          return void sendJson(res, 200, this.getStats());
+        case "/stats/reset":
+          this.resetStats();
+          return void sendJson(res, 200, { ok: true });
+        case "/faults": {
+          const body = await readJson(req);
+          if (!Array.isArray(body)) throw new ConfigError("body must be a JSON array of fault rules (objects or spec strings)");
+          this.setFaults(body as (FaultRule | string)[]);
+          return void sendJson(res, 200, { faults: this.faults.rules });
+        }
+        case "/quota": {
+          const body = await readJson(req);
+          if (body !== null && (typeof body !== "object" || Array.isArray(body))) throw new ConfigError("body must be null or {requestsPerSecond, burst?}");
+          const q = body as QuotaOptions | null;
+          try {
+            this.setQuota(q);
+          } catch (err) {
+            throw new ConfigError((err as Error).message);
+          }
+          return void sendJson(res, 200, { quota: q });
+        }
+        case "/churn": {
+          const fraction = Number(url.searchParams.get("fraction") ?? "0.01");
+          const seedParam = url.searchParams.get("seed");
+          if (!(fraction >= 0 && fraction <= 1)) throw new ConfigError("fraction must be a number in [0, 1]");
+          if (seedParam !== null && !/^\d+$/.test(seedParam)) throw new ConfigError("seed must be a non-negative integer");
+          return void sendJson(res, 200, this.model.randomChurn(fraction, seedParam === null ? undefined : Number(seedParam)));
+        }
+      }
+    } catch (err) {
+      if (err instanceof ConfigError) return void sendError(res, 400, "invalid_request", err.message);
+      throw err;
+    }
+  }
+
+  private async streamGroundTruth(res: ServerResponse): Promise<void> {
+    res.writeHead(200, { "content-type": JSON_TYPE });
+    const head = JSON.stringify({ workspace: this.model.workspace(), locations: this.model.locations().locations });
+    res.write(`${head.slice(0, -1)},"skus":[`);
+    // Batched into ~256 KB writes: one write per SKU spends more time in the stream than in rendering.
+    let batch: string[] = [];
+    let size = 0;
+    let first = true;
+    for (const sku of this.model.groundTruthSkus()) {
+      const json = (first ? "" : ",") + JSON.stringify(sku);
+      first = false;
+      batch.push(json);
+      size += json.length;
+      if (size < 256 * 1024) continue;
+      if (res.destroyed) return;
+      const ok = res.write(batch.join(""));
+      batch = [];
+      size = 0;
+      if (!ok) await drained(res);
+    }
+    if (!res.destroyed) res.end(`${batch.join("")}]}`);
+  }
+}
+
+const ADMIN_ROUTES: Record<string, "GET" | "POST"> = {
+  "/ground-truth": "GET",
+  "/stats": "GET",
+  "/stats/reset": "POST",
+  "/faults": "POST",
+  "/quota": "POST",
+  "/churn": "POST",
+};
+
+function digest(s: string): Buffer {
+  return createHash("sha256").update(s).digest();
+}
+
+function errorBuffer(code: string, message: string): Buffer {
+  return Buffer.from(JSON.stringify({ error: { code, message } }));
+}
+
+function send(res: ServerResponse, status: number, type: string, body: Buffer, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": type, "content-length": body.length, "cache-control": "no-store", ...headers });
+  res.end(body);
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  send(res, status, JSON_TYPE, Buffer.from(JSON.stringify(body)));
+}
+
+function sendError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+  send(res, status, JSON_TYPE, errorBuffer(code, message), headers);
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.once("close", done);
+  });
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_ADMIN_BODY) throw new ConfigError("body too large");
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString("utf8").trim();
+  if (!text) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    throw new ConfigError("body is not valid JSON");
+  }
+}

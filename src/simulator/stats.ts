@@ -1,0 +1,103 @@
+/**
+ * Request accounting for the API surface (never the /_sim admin endpoints), so tests can
+ * assert how a client behaved: how many requests, to what, how concurrent, and whether it
+ * respected Retry-After.
+ */
+import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
+import type { FaultKind } from "./faults.js";
+import { RetryAfterLedger, type RetryAfterViolation } from "./quota.js";
+
+export interface SimStats {
+  /** API requests received (any path outside /_sim, any outcome). */
+  requests: number;
+  /** Requests whose path matched an endpoint, whatever their outcome. */
+  byEndpoint: Record<EndpointName, number>;
+  /** Outcome per HTTP status ("200", "429", ...); "reset" for connections destroyed without a response. */
+  byStatus: Record<string, number>;
+  /** 429s sent by the quota (fault-injected 429s are in faultsFired and byStatus). */
+  rateLimited: number;
+  retryAfterViolations: RetryAfterViolation[];
+  /** Most requests in flight at once (arrival to response end). */
+  maxConcurrent: number;
+  openConnections: number;
+  peakConnections: number;
+  /** Times each fault kind changed a response. */
+  faultsFired: Partial<Record<FaultKind, number>>;
+}
+
+export class StatsCollector {
+  readonly ledger = new RetryAfterLedger();
+  private requests = 0;
+  private byEndpoint = emptyByEndpoint();
+  private byStatus: Record<string, number> = {};
+  private rateLimited = 0;
+  private faultsFired: Partial<Record<FaultKind, number>> = {};
+  private inFlight = 0;
+  private maxConcurrent = 0;
+  private open = 0;
+  private peak = 0;
+
+  /** A request arrived; returns the function to call once when it is over. */
+  begin(at: number, path: string, endpoint: EndpointName | null, conn: object | null = null): (status: number | "reset") => void {
+    this.requests++;
+    if (endpoint) this.byEndpoint[endpoint]++;
+    this.ledger.check(at, path, conn);
+    this.inFlight++;
+    this.maxConcurrent = Math.max(this.maxConcurrent, this.inFlight);
+    let done = false;
+    return (status) => {
+      if (done) return;
+      done = true;
+      this.inFlight--;
+      const key = String(status);
+      this.byStatus[key] = (this.byStatus[key] ?? 0) + 1;
+    };
+  }
+
+  quotaRejected(): void {
+    this.rateLimited++;
+  }
+
+  fault(kind: FaultKind): void {
+    this.faultsFired[kind] = (this.faultsFired[kind] ?? 0) + 1;
+  }
+
+  connectionOpened(): void {
+    this.open++;
+    this.peak = Math.max(this.peak, this.open);
+  }
+
+  connectionClosed(): void {
+    this.open--;
+  }
+
+  snapshot(): SimStats {
+    return {
+      requests: this.requests,
+      byEndpoint: { ...this.byEndpoint },
+      byStatus: { ...this.byStatus },
+      rateLimited: this.rateLimited,
+      retryAfterViolations: this.ledger.violations.map((v) => ({ ...v })),
+      maxConcurrent: this.maxConcurrent,
+      openConnections: this.open,
+      peakConnections: this.peak,
+      faultsFired: { ...this.faultsFired },
+    };
+  }
+
+  /** Zero the counters. Gauges restart from their current values; pending Retry-After deadlines stay in force. */
+  reset(): void {
+    this.requests = 0;
+    this.byEndpoint = emptyByEndpoint();
+    this.byStatus = {};
+    this.rateLimited = 0;
+    this.faultsFired = {};
+    this.maxConcurrent = this.inFlight;
+    this.peak = this.open;
+    this.ledger.clearViolations();
+  }
+}
+
+function emptyByEndpoint(): Record<EndpointName, number> {
+  return Object.fromEntries(Object.keys(ENDPOINTS).map((k) => [k, 0])) as Record<EndpointName, number>;
+}
