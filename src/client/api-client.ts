@@ -17,7 +17,7 @@ import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
 import type { RequestScheduler } from "../scheduler/scheduler.js";
-import { createDispatcher, getJson, type HttpOptions } from "./http.js";
+import { createDispatcher, getJson, safeText, type HttpOptions } from "./http.js";
 
 export interface ListQuery {
   cursor?: string | null;
@@ -95,12 +95,10 @@ export class ApiClient {
         const raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal);
         const parsed = schema.safeParse(raw.body);
         if (!parsed.success) {
-          const issue = parsed.error.issues[0]!;
-          const field = issue.path.length ? issue.path.join(".") : "(body)";
+          const issues = parsed.error.issues.map(describeIssue);
           throw new ApiError(
-            `${endpoint}${skuId ? ` (SKU ${skuId})` : ""}: invalid response: field ${field}: ${issue.message}` +
-              (parsed.error.issues.length > 1 ? ` (+${parsed.error.issues.length - 1} more issues)` : ""),
-            { kind: "invalid-response", endpoint, status: raw.status, cause: parsed.error },
+            `${endpoint}${skuId ? ` (SKU ${skuId})` : ""}: invalid response: ${issues[0]}` + (issues.length > 1 ? ` (+${issues.length - 1} more issues)` : ""),
+            { kind: "invalid-response", endpoint, status: raw.status, cause: new ResponseValidationError(issues) },
           );
         }
         return parsed.data as z.output<S>;
@@ -122,10 +120,29 @@ export class ApiClient {
   }
 }
 
+/**
+ * Why a body failed validation, as safe one-line texts ("field items.3.id: expected a UUID").
+ * Replaces zod's error as the `cause`: zod's message is the JSON of every issue, and an issue's
+ * path holds the server's own object keys, which may be megabytes long or echo our
+ * Authorization header. Each path segment is clipped and every text scrubbed.
+ */
+export class ResponseValidationError extends Error {
+  override name = "ResponseValidationError";
+  constructor(readonly issues: string[]) {
+    super(issues.slice(0, MAX_ISSUES_SHOWN).join("; ") + (issues.length > MAX_ISSUES_SHOWN ? `; +${issues.length - MAX_ISSUES_SHOWN} more` : ""));
+  }
+}
+const MAX_ISSUES_SHOWN = 10;
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const field = issue.path.length ? issue.path.map((seg) => safeText(String(seg), 40)).join(".") : "(body)";
+  return `field ${safeText(field, 200)}: ${safeText(issue.message, 200)}`;
+}
+
 /** An ID that goes into a URL path or scope must be a UUID; anything else is refused before it is sent. */
 export function checkUuid(id: string, endpoint: EndpointName, field: string): string {
-  if (!UUID_RE.test(id)) {
-    throw new ApiError(`${endpoint}: refusing to send ${field} ${JSON.stringify(id.slice(0, 80))}: not a UUID`, {
+  if (typeof id !== "string" || !UUID_RE.test(id)) {
+    throw new ApiError(`${endpoint}: refusing to send ${field} ${safeText(JSON.stringify(String(id)), 80)}: not a UUID`, {
       kind: "invalid-response",
       endpoint,
     });

@@ -96,14 +96,21 @@ export async function getJson(
       endpoint,
       status: res.status,
       code,
-      cause: new ResponseInfo(res.headers),
+      cause: new ResponseInfo(retryHeaders(res.headers)),
     });
   }
 
   if (!/^application\/([\w.+-]+\+)?json\b/i.test(contentType)) {
     const looksHtml = /^\s*</.test(text);
     throw new ApiError(
-      `${endpoint}: expected a JSON response but got content type "${contentType || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
+      `${endpoint}: expected a JSON response but got content type "${safeText(contentType, 100) || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
+      { kind: "invalid-response", endpoint, status: res.status },
+    );
+  }
+  const depth = jsonDepthExceeds(text, MAX_JSON_DEPTH);
+  if (depth) {
+    throw new ApiError(
+      `${endpoint}: the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`,
       { kind: "invalid-response", endpoint, status: res.status },
     );
   }
@@ -112,19 +119,69 @@ export async function getJson(
     body = JSON.parse(text);
   } catch (err) {
     throw new ApiError(
-      `${endpoint}: the response is not valid JSON (${bytes} bytes; truncated or malformed): ${(err as Error).message}`,
-      { kind: "invalid-response", endpoint, status: res.status, cause: err },
+      // JSON.parse quotes a snippet of the text in its message: server text, so made safe.
+      `${endpoint}: the response is not valid JSON (${bytes} bytes; truncated or malformed): ${safeText((err as Error).message, 200)}`,
+      // Not kept as the cause: its message quotes the body raw, and describeError would append it.
+      { kind: "invalid-response", endpoint, status: res.status },
     );
   }
   return { status: res.status, headers: res.headers, body, bytes };
+}
+
+/**
+ * Deepest JSON nesting we parse. The API's deepest shape (a list item's product) is 4 levels;
+ * a body nested a million levels deep (a few MB of "[[[[") would cost JSON.parse hundreds of MB
+ * and every recursive consumer its stack, so it is refused by a linear scan before parsing.
+ */
+export const MAX_JSON_DEPTH = 64;
+
+/** Where `text` first nests deeper than `max` arrays/objects (outside strings), or null. */
+export function jsonDepthExceeds(text: string, max: number): { at: number } | null {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++; // backslash: skip the escaped character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return { at: i };
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return null;
+}
+
+/**
+ * Text that came from the server (or from a library quoting it), made fit for a message:
+ * the key and any Bearer token scrubbed (first, so clipping cannot cut a key in two),
+ * control characters and line breaks turned into spaces (messages are one line, and a
+ * forged line must not appear in a log), and clipped to `max` characters.
+ */
+export function safeText(text: string, max: number): string {
+  const one = redactSecrets(text).replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, " ");
+  return one.length > max ? `${one.slice(0, max - 3)}...` : one;
 }
 
 /** Carries the response headers of a failed request (for Retry-After) as an error cause. */
 export class ResponseInfo extends Error {
   override name = "ResponseInfo";
   constructor(readonly headers: Headers) {
-    super("response headers");
+    // No message: it carries headers, not a reason, and describeError then leaves it out of the one-line text.
+    super("");
   }
+}
+
+/**
+ * Only what the scheduler reads from a failed response (Retry-After), scrubbed and clipped:
+ * the value is server text that ends up in logs and the journal, and a server or proxy that
+ * echoes the request's Authorization header there must not put the key into either.
+ */
+function retryHeaders(headers: Headers): Headers {
+  const out = new Headers();
+  const ra = headers.get("retry-after");
+  if (ra !== null) out.set("retry-after", safeText(ra, 100));
+  return out;
 }
 
 /**
@@ -166,11 +223,17 @@ async function readCapped(res: Response, cap: number, endpoint: EndpointName): P
   return { text: Buffer.concat(chunks, total).toString("utf8"), bytes: total };
 }
 
+/**
+ * `error.code` / `error.message` of an error body, clipped and scrubbed: a server or proxy
+ * that echoes the request's Authorization header into its error must not put the key into
+ * our messages, logs or journal.
+ */
 function parseErrorBody(text: string): { code: string | null; message: string | null } {
+  if (jsonDepthExceeds(text, MAX_JSON_DEPTH)) return { code: null, message: null };
   try {
     const j = JSON.parse(text) as { error?: { code?: unknown; message?: unknown } };
-    const code = typeof j?.error?.code === "string" ? j.error.code.slice(0, 100) : null;
-    const message = typeof j?.error?.message === "string" ? j.error.message.slice(0, 300) : null;
+    const code = typeof j?.error?.code === "string" ? safeText(j.error.code, 100) : null;
+    const message = typeof j?.error?.message === "string" ? safeText(j.error.message, 300) : null;
     return { code, message };
   } catch {
     return { code: null, message: null };
@@ -194,6 +257,6 @@ function transportError(err: unknown, endpoint: EndpointName, signal: AbortSigna
     const which = /CONNECT/i.test(code) ? `connect timeout (${opts.connectTimeoutMs} ms)` : `response timeout (${opts.responseTimeoutMs} ms)`;
     return new ApiError(`${endpoint}: ${which}`, { kind: "timeout", endpoint, cause: err });
   }
-  const detail = redactSecrets(e?.cause?.message ?? (err instanceof Error ? err.message : String(err)));
+  const detail = safeText(e?.cause?.message ?? (err instanceof Error ? err.message : String(err)), 300);
   return new ApiError(`${endpoint}: network error${code ? ` ${code}` : ""}: ${detail}`, { kind: "network", endpoint, cause: err });
 }

@@ -123,8 +123,20 @@ export const Summary = z.object({
 });
 export type Summary = z.output<typeof Summary>;
 
+/**
+ * A cursor is sent back as a query value, byte for byte. So it must be text that survives
+ * URL encoding unchanged (no lone UTF-16 surrogates, which would be sent as U+FFFD, a
+ * different cursor) and short enough for a URL (servers refuse request lines over ~8 KB).
+ */
+export const MAX_CURSOR_LENGTH = 4096;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const cursor = z
+  .string()
+  .max(MAX_CURSOR_LENGTH, `expected a cursor of at most ${MAX_CURSOR_LENGTH} characters`)
+  .refine((c) => !LONE_SURROGATE.test(c), "expected a cursor of well-formed text (it holds a lone surrogate, which a URL cannot carry unchanged)");
+
 export const Page = z
-  .object({ nextCursor: z.string().nullish() })
+  .object({ nextCursor: cursor.nullish() })
   .nullish()
   .transform((p) => ({ nextCursor: p?.nextCursor ? p.nextCursor : null }));
 

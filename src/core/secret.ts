@@ -6,7 +6,7 @@
  */
 import { inspect } from "node:util";
 
-const REDACTED = "[redacted]";
+export const REDACTED = "[redacted]";
 const registry = new Set<string>();
 
 export class Secret {
@@ -37,5 +37,18 @@ export class Secret {
 export function redactSecrets(text: string): string {
   let out = text;
   for (const key of registry) if (out.includes(key)) out = out.split(key).join(REDACTED);
-  return out.replace(/(Bearer\s+)[^\s"',;]+/gi, `$1${REDACTED}`);
+  // 8+ characters: a key is never shorter (config.ts refuses it), and prose such as
+  // "--bearer is not accepted" must stay readable.
+  return out.replace(/(Bearer\s+)[^\s"',;]{8,}/gi, `$1${REDACTED}`);
 }
+
+/**
+ * Is a field of this name a credential? (authorization, proxy-authorization, cookie,
+ * apiKey, x-api-key, token, accessToken, secret, password...). Case and separators are
+ * ignored. The logger redacts such fields at any depth; a false positive only hides a
+ * value from a log line.
+ */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name.toLowerCase().replace(/[^a-z0-9]/g, ""));
+}
+const SECRET_NAME = /(authorization|cookie|key|token|secret|password|passwd|credentials?)$/;
