@@ -11,6 +11,8 @@ export type RetryAction =
   | "pause-all-and-retry-bounded"
   /** Back off this request only, then retry up to maxRetries. */
   | "backoff-and-retry"
+  /** Back off this request only, then retry at most INVALID_RESPONSE_RETRIES times. */
+  | "backoff-and-retry-twice"
   /** Fail now. */
   | "fail";
 
@@ -36,6 +38,11 @@ export const RETRY_POLICY: ReadonlyArray<{ when: (e: ApiError) => boolean; actio
     why: "Resets and timeouts are transient on a healthy network; bounded.",
   },
   {
+    when: (e) => e.kind === "invalid-response" && e.status !== null,
+    action: "backoff-and-retry-twice",
+    why: "A truncated or garbled body is often a proxy hiccup; a body that stays wrong fails its unit of work (recorded, retried next run).",
+  },
+  {
     when: (e) => e.kind === "auth",
     action: "fail",
     why: "401 means the key is missing, expired or revoked: retrying cannot help and only spends the pre-auth limit.",
@@ -46,6 +53,9 @@ export const RETRY_POLICY: ReadonlyArray<{ when: (e: ApiError) => boolean; actio
     why: "Other 4xx and invalid responses are not retried blindly; the caller decides (e.g. restart a walk on a rejected cursor).",
   },
 ];
+
+/** Retries of a response that could not be read or validated. */
+export const INVALID_RESPONSE_RETRIES = 2;
 
 export function actionFor(e: ApiError): RetryAction {
   return (RETRY_POLICY.find((r) => r.when(e)) ?? { action: "fail" as const }).action;

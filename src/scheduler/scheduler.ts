@@ -7,18 +7,20 @@
  *   elapsed (or a backoff, when there is none), not just the worker that got it,
  * - the retry policy (retry-policy.ts), and the longest wait we will sit through.
  *
- * Adaptive rate (the idea of AWS SDK "adaptive" retry mode, simplified): until the
- * first 429 there is no rate limit of our own. On a 429 we estimate the rate the
- * server accepted since the previous 429 (requests answered / time, pauses
- * included, which cancels out the burst refilled during a pause) and send at
- * BETA of it; then we creep up slowly (GROWTH_PER_S) to find out whether the quota
- * grew. Because Retry-After has one-second granularity, every 429 costs a whole
- * second of silence, so a slow probe beats a fast oscillation.
+ * Adaptive rate (the idea of AWS SDK "adaptive" retry mode, tuned for Retry-After's
+ * one-second granularity, where every 429 costs a whole second of silence):
+ * - until the first 429 there is no rate limit of our own;
+ * - on a 429 we estimate the rate the server accepted since the previous 429
+ *   (requests answered / time, pauses included, which cancels out the burst the
+ *   server refills during a pause) and send at BETA of it; one episode at most halves
+ *   the rate we were sending at, so 429s that are not about quota cannot spiral it down;
+ * - well below the best rate the server has accepted we close the gap in seconds;
+ *   near it we creep up slowly (GROWTH_PER_S) to learn whether the quota grew.
  */
 import type { EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { ResponseInfo } from "../client/http.js";
-import { actionFor, backoffMs } from "./retry-policy.js";
+import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterMs } from "./retry-after.js";
 
 export interface Clock {
@@ -56,6 +58,8 @@ export interface SchedulerOptions {
   maxWaitMs: number;
   /** Request budget for the run (--max-requests); null = none. Reaching it ends the run as partial. */
   maxRequests?: number | null;
+  /** Learn a send rate from 429s (default true). Off: only the user ceiling and Retry-After pauses apply. */
+  adaptive?: boolean;
   /** Start paused until this epoch ms (a previous run's resume_after). */
   pausedUntil?: number;
   clock?: Clock;
@@ -90,10 +94,14 @@ export interface SchedulerStats {
 
 /** Fraction of the estimated accepted rate we send at after a 429. */
 const BETA = 0.97;
-/** Relative growth of the adaptive rate per second of calm (first minute after a 429, then 10x). */
+/** One 429 episode lowers the rate to no less than this share of what we were sending. */
+const MAX_DECREASE = 0.5;
+/** Relative growth per second of calm near the best accepted rate (first minute after a 429, then faster). */
 const GROWTH_PER_S = 0.001;
-const GROWTH_PER_S_LATER = 0.01;
-const MIN_RATE = 0.2;
+const GROWTH_PER_S_LATER = 0.02;
+/** Below BETA x best, the gap closes at this share per second. */
+const RECOVERY_PER_S = 0.5;
+const MIN_RATE = 1;
 
 export class RequestScheduler {
   readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, rateLimited: 0, unavailable: 0, retries: 0, waitMs: 0 };
@@ -108,6 +116,10 @@ export class RequestScheduler {
   private episodeStart: number | null = null;
   private acceptedSinceEpisode = 0;
   private lastGrowthAt = 0;
+  /** Best accepted rate estimated in this process (decays when the server accepts less). */
+  private bestEstimate = 0;
+  /** Send times in the last second, to know the rate we were actually sending at. */
+  private readonly recentSends: number[] = [];
 
   constructor(private readonly opts: SchedulerOptions) {
     this.clock = opts.clock ?? realClock;
@@ -168,7 +180,8 @@ export class RequestScheduler {
         } else {
           if (err.status === 503) this.stats.unavailable++;
           bounded++;
-          if (bounded > this.opts.maxRetries) {
+          const limit = action === "backoff-and-retry-twice" ? Math.min(INVALID_RESPONSE_RETRIES, this.opts.maxRetries) : this.opts.maxRetries;
+          if (bounded > limit) {
             this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries} attempts: ${err.message}`, attempts: tries });
             throw new ApiError(`${err.message} (gave up after ${tries} attempts)`, {
               kind: err.kind,
@@ -218,13 +231,15 @@ export class RequestScheduler {
   }
 
   private adaptDown(sentAt: number, now: number): void {
+    if (this.opts.adaptive === false) return;
     // Requests already in flight when the pause began belong to the same episode.
     if (this.episodeStart !== null && sentAt < this.pausedUntilMs) return;
     const since = this.episodeStart ?? this.firstRequestAt ?? now;
     const windowS = Math.max(1, (now - since) / 1000);
     const estimate = this.acceptedSinceEpisode / windowS;
-    let rate = Math.max(MIN_RATE, BETA * estimate);
-    if (this.adaptiveRate !== null) rate = Math.min(rate, this.adaptiveRate);
+    const sending = this.adaptiveRate ?? Math.max(MIN_RATE, this.sendRate(now));
+    const rate = Math.max(MIN_RATE, Math.min(sending, Math.max(BETA * estimate, MAX_DECREASE * sending)));
+    this.bestEstimate = Math.max(estimate, this.bestEstimate * 0.9);
     this.adaptiveRate = rate;
     this.episodeStart = now;
     this.lastGrowthAt = now;
@@ -236,9 +251,19 @@ export class RequestScheduler {
     if (this.adaptiveRate === null || this.episodeStart === null) return;
     const dt = (now - this.lastGrowthAt) / 1000;
     if (dt <= 0) return;
-    const g = now - this.episodeStart < 60_000 ? GROWTH_PER_S : GROWTH_PER_S_LATER;
-    this.adaptiveRate *= 1 + g * dt;
+    const target = BETA * this.bestEstimate;
+    if (this.adaptiveRate < target) {
+      this.adaptiveRate += (target - this.adaptiveRate) * Math.min(1, RECOVERY_PER_S * dt);
+    } else {
+      const g = now - this.episodeStart < 60_000 ? GROWTH_PER_S : GROWTH_PER_S_LATER;
+      this.adaptiveRate *= 1 + g * dt;
+    }
     this.lastGrowthAt = now;
+  }
+
+  private sendRate(now: number): number {
+    while (this.recentSends.length && now - this.recentSends[0]! > 1000) this.recentSends.shift();
+    return this.recentSends.length;
   }
 
   private firstRequestAt: number | null = null;
@@ -286,6 +311,8 @@ export class RequestScheduler {
         this.nextSlotMs = Math.max(this.nextSlotMs, now - interval) + interval;
       }
       if (this.firstRequestAt === null) this.firstRequestAt = now;
+      this.recentSends.push(now);
+      if (this.recentSends.length > 4096) this.recentSends.splice(0, 2048);
       this.inFlight++;
       return;
     }
