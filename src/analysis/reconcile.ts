@@ -1,0 +1,322 @@
+/**
+ * `inventory-mirror reconcile`: is the mirror consistent with itself?
+ *
+ * Checks, for every current SKU:
+ * - leaf_history: at each leaf, the replay of the mirrored history (from the latest SET's
+ *   observed count plus the later movements; from 0 when there is no SET) equals the mirrored
+ *   quantity. A difference at a leaf whose freshness is not clean is explained: the API says
+ *   the latest scan may not be reflected there yet.
+ * - root_sum: the SKU's leaf quantities under each root add up to the list's root quantity
+ *   (locationQuantities, sku_root_quantities).
+ * - sku_total: all its leaf quantities add up to the list's totalQuantity (skus.total_quantity).
+ *
+ * A root_sum or sku_total difference of a SKU whose detail is still queued (a partial or
+ * running sync) is explained too: its list row is newer than its leaf rows.
+ *
+ * One wrong row shows up once: when a root_sum or sku_total difference is exactly the sum of
+ * the unexplained leaf_history differences in its scope, the leaf rows are the cause and the
+ * aggregate checks are listed on them (`alsoDisagrees`) instead of as separate mismatches.
+ *
+ * Advisory (never affects the result): the latest inventory snapshot's root and overall
+ * totals against the leaf sums. The snapshot is taken at the start of a run, so a workspace
+ * that changed during the run legitimately differs.
+ */
+import type { DB } from "../store/db.js";
+import { applyRow, HISTORY_ORDER_SQL, reflectedCount, sameQuantity, timeOf, type ReplayRow } from "./replay.js";
+
+export type CheckKind = "leaf_history" | "root_sum" | "sku_total";
+
+export interface Mismatch {
+  check: CheckKind;
+  skuId: string;
+  skuCode: string | null;
+  skuName: string | null;
+  /** The leaf (leaf_history), the root (root_sum), or null (sku_total). */
+  locationId: string | null;
+  locationName: string | null;
+  displayPath: string | null;
+  /** What the reference says: the history replay (leaf_history) or the list's quantity (root_sum, sku_total). */
+  expected: number;
+  /** What the mirror holds: the leaf quantity (leaf_history) or the sum of the leaf quantities. */
+  found: number;
+  /** found − expected. */
+  difference: number;
+  /** Freshness of the leaf (leaf_history only). */
+  freshnessStatus: string | null;
+  explainedByFreshness: boolean;
+  /** root_sum / sku_total of a SKU whose detail is still queued (the list is newer than its leaf rows). */
+  explainedByPendingFetch: boolean;
+  /** Either of the above: does not fail the check. */
+  explained: boolean;
+  explanation: string;
+  /** Aggregate checks that disagree by exactly this row's difference (this row is their cause). */
+  alsoDisagrees: CheckKind[];
+  /** leaf_history: history rows at this SKU × leaf, and when the latest SET among them occurred. */
+  historyRows?: number;
+  latestSetAt?: string | null;
+  /** leaf_history at a non-clean leaf: the replay of only the rows up to freshness.lastReplayedAt. */
+  replayUpToLastReplay?: number | null;
+}
+
+export interface Advisory {
+  check: "snapshot_root_total" | "snapshot_total";
+  runId: number;
+  takenAt: string;
+  rootId: string | null;
+  rootName: string | null;
+  /** The snapshot's total. */
+  expected: number;
+  /** The current sum of leaf quantities. */
+  found: number;
+  difference: number;
+  explanation: string;
+}
+
+export interface ReconcileReport {
+  ok: boolean;
+  checkedAt: string;
+  skuId: string | null;
+  counts: { skus: number; skuLeaves: number; skuRoots: number; historyRows: number };
+  unexplained: number;
+  explained: number;
+  mismatches: Mismatch[];
+  advisories: Advisory[];
+}
+
+interface Leaf {
+  locationId: string;
+  quantity: number | null;
+  status: string | null;
+  replayedAt: string | null;
+  name: string | null;
+  replay: number;
+  replayReflected: number;
+  /** Non-clean leaves only: their rows, oldest first. */
+  kept: Array<ReplayRow & { t: number }>;
+  rows: number;
+  latestSetAt: string | null;
+}
+
+export function reconcile(db: DB, opts: { skuId?: string | null } = {}): ReconcileReport {
+  const skuId = opts.skuId ?? null;
+  const params = skuId === null ? {} : { skuId };
+  const skus = db
+    .prepare(`SELECT id, code, name, total_quantity FROM skus WHERE deleted_at IS NULL ${skuId === null ? "" : "AND id = @skuId"} ORDER BY code, id`)
+    .all(params) as Array<{ id: string; code: string | null; name: string | null; total_quantity: number | null }>;
+
+  const locations = new Map(
+    (db.prepare("SELECT id, name, display_path FROM locations").all() as Array<{ id: string; name: string | null; display_path: string | null }>).map((l) => [l.id, l]),
+  );
+  const rootOf = new Map(
+    (db.prepare(`SELECT a.location_id, a.ancestor_id FROM location_ancestors a JOIN locations r ON r.id = a.ancestor_id AND r.deleted_at IS NULL
+      WHERE a.ancestor_depth = 0`).all() as Array<{ location_id: string; ancestor_id: string }>).map((r) => [r.location_id, r.ancestor_id]),
+  );
+
+  // SKU -> leaf -> state.
+  const leaves = new Map<string, Map<string, Leaf>>();
+  const leafOf = (s: string, l: string): Leaf => {
+    let m = leaves.get(s);
+    if (!m) leaves.set(s, (m = new Map()));
+    let leaf = m.get(l);
+    if (!leaf) {
+      leaf = { locationId: l, quantity: null, status: null, replayedAt: null, name: null, replay: 0, replayReflected: 0, kept: [], rows: 0, latestSetAt: null };
+      m.set(l, leaf);
+    }
+    return leaf;
+  };
+  const skuJoin = `JOIN skus s ON s.id = %.sku_id AND s.deleted_at IS NULL ${skuId === null ? "" : "AND s.id = @skuId"}`;
+  for (const q of db
+    .prepare(`SELECT q.sku_id, q.location_id, q.quantity, q.freshness_status, q.freshness_last_replayed_at, q.location_name
+      FROM sku_location_quantities q ${skuJoin.replace("%", "q")}`)
+    .iterate(params) as Iterable<{ sku_id: string; location_id: string; quantity: number; freshness_status: string | null; freshness_last_replayed_at: string | null; location_name: string | null }>) {
+    const leaf = leafOf(q.sku_id, q.location_id);
+    leaf.quantity = q.quantity;
+    leaf.status = q.freshness_status;
+    leaf.replayedAt = q.freshness_last_replayed_at;
+    leaf.name = q.location_name;
+  }
+
+  let historyRows = 0;
+  for (const h of db
+    .prepare(`SELECT h.sku_id, h.location_id, h.occurred_at, h.kind, h.direction, h.quantity, h.observed_quantity
+      FROM history h ${skuJoin.replace("%", "h")} ORDER BY h.sku_id, h.location_id, ${HISTORY_ORDER_SQL}`)
+    .iterate(params) as Iterable<ReplayRow & { sku_id: string; location_id: string; occurred_at: string }>) {
+    historyRows++;
+    const leaf = leafOf(h.sku_id, h.location_id);
+    leaf.rows++;
+    leaf.replay = applyRow(leaf.replay, h);
+    if (leaf.quantity !== null && leaf.status !== "clean") {
+      leaf.kept.push({ kind: h.kind, direction: h.direction, quantity: h.quantity, observed_quantity: h.observed_quantity, t: timeOf(h.occurred_at) });
+    }
+    if (h.kind === "set") leaf.latestSetAt = h.occurred_at;
+  }
+
+  // SKUs whose detail + history are still to be fetched (queued, or never fetched).
+  const pending = new Set(
+    (db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id),
+  );
+
+  const rootQty = new Map<string, Map<string, number>>();
+  for (const r of db
+    .prepare(`SELECT r.sku_id, r.root_location_id, r.quantity FROM sku_root_quantities r ${skuJoin.replace("%", "r")}`)
+    .iterate(params) as Iterable<{ sku_id: string; root_location_id: string; quantity: number }>) {
+    let m = rootQty.get(r.sku_id);
+    if (!m) rootQty.set(r.sku_id, (m = new Map()));
+    m.set(r.root_location_id, r.quantity);
+  }
+
+  const mismatches: Mismatch[] = [];
+  let skuLeaves = 0;
+  let skuRoots = 0;
+  // Unexplained leaf differences per root and overall, for the advisories' folding.
+  const leafDiffByRoot = new Map<string, number>();
+  let leafDiffTotal = 0;
+  const leafSumByRoot = new Map<string, number>();
+  let leafSumTotal = 0;
+
+  for (const sku of skus) {
+    const base = { skuId: sku.id, skuCode: sku.code, skuName: sku.name };
+    const skuLeafMap = leaves.get(sku.id) ?? new Map<string, Leaf>();
+    const leafMismatches: Mismatch[] = [];
+    const sums = new Map<string, number>();
+    let total = 0;
+    for (const leaf of skuLeafMap.values()) {
+      skuLeaves++;
+      const found = leaf.quantity ?? 0;
+      if (leaf.quantity !== null) {
+        total += found;
+        const root = rootOf.get(leaf.locationId);
+        if (root !== undefined) sums.set(root, (sums.get(root) ?? 0) + found);
+      }
+      if (sameQuantity(found, leaf.replay)) continue;
+      const notClean = leaf.quantity !== null && leaf.status !== "clean";
+      const loc = locations.get(leaf.locationId);
+      if (notClean) {
+        const n = reflectedCount({ rows: leaf.kept, replayedAt: timeOf(leaf.replayedAt), current: found });
+        leaf.replayReflected = leaf.kept.slice(0, n).reduce(applyRow, 0);
+      }
+      const lagging = notClean && leaf.rows > 0 && sameQuantity(found, leaf.replayReflected);
+      leafMismatches.push({
+        check: "leaf_history",
+        ...base,
+        locationId: leaf.locationId,
+        locationName: loc?.name ?? leaf.name,
+        displayPath: loc?.display_path ?? null,
+        expected: leaf.replay,
+        found,
+        difference: found - leaf.replay,
+        freshnessStatus: leaf.status,
+        explainedByFreshness: notClean,
+        explainedByPendingFetch: false,
+        explained: notClean,
+        explanation: notClean
+          ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` +
+            (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
+          : leaf.quantity === null
+            ? "the history implies stock at a leaf the SKU has no quantity row for"
+            : leaf.rows === 0
+              ? "no history row explains this quantity"
+              : "the replay of the mirrored history differs from the mirrored quantity",
+        alsoDisagrees: [],
+        historyRows: leaf.rows,
+        latestSetAt: leaf.latestSetAt,
+        replayUpToLastReplay: notClean ? leaf.replayReflected : null,
+      });
+    }
+
+    const unexplained = leafMismatches.filter((m) => !m.explained);
+    const queued = pending.has(sku.id);
+    const aggregateExplanation = (what: string) =>
+      queued ? `${what}; the SKU's detail is still queued for fetching (sku_sync), so its leaf rows are older than its list row` : what;
+    const aggregates: Mismatch[] = [];
+    const roots = new Set<string>([...sums.keys(), ...(rootQty.get(sku.id)?.keys() ?? [])]);
+    for (const root of roots) {
+      skuRoots++;
+      const found = sums.get(root) ?? 0;
+      const expected = rootQty.get(sku.id)?.get(root) ?? 0;
+      if (sameQuantity(found, expected)) continue;
+      const cause = unexplained.filter((m) => rootOf.get(m.locationId!) === root);
+      const loc = locations.get(root);
+      const m: Mismatch = {
+        check: "root_sum", ...base, locationId: root, locationName: loc?.name ?? null, displayPath: loc?.display_path ?? null,
+        expected, found, difference: found - expected, freshnessStatus: null, explainedByFreshness: false,
+        explainedByPendingFetch: queued, explained: queued,
+        explanation: aggregateExplanation("the SKU's leaf quantities under this root do not add up to the list's root quantity"), alsoDisagrees: [],
+      };
+      if (!fold(m, cause)) aggregates.push(m);
+    }
+    if (sku.total_quantity !== null && !sameQuantity(total, sku.total_quantity)) {
+      const m: Mismatch = {
+        check: "sku_total", ...base, locationId: null, locationName: null, displayPath: null,
+        expected: sku.total_quantity, found: total, difference: total - sku.total_quantity, freshnessStatus: null,
+        explainedByFreshness: false, explainedByPendingFetch: queued, explained: queued,
+        explanation: aggregateExplanation("the SKU's leaf quantities do not add up to the list's totalQuantity"), alsoDisagrees: [],
+      };
+      if (!fold(m, unexplained)) aggregates.push(m);
+    }
+    for (const m of unexplained) {
+      const root = rootOf.get(m.locationId!);
+      if (root !== undefined) leafDiffByRoot.set(root, (leafDiffByRoot.get(root) ?? 0) + m.difference);
+      leafDiffTotal += m.difference;
+    }
+    for (const [root, q] of sums) leafSumByRoot.set(root, (leafSumByRoot.get(root) ?? 0) + q);
+    leafSumTotal += total;
+    mismatches.push(...leafMismatches, ...aggregates);
+  }
+
+  const advisories = skuId === null ? snapshotAdvisories(db, leafSumByRoot, leafSumTotal, leafDiffByRoot, leafDiffTotal) : [];
+  const unexplainedCount = mismatches.filter((m) => !m.explained).length;
+  return {
+    ok: unexplainedCount === 0,
+    checkedAt: new Date().toISOString(),
+    skuId,
+    counts: { skus: skus.length, skuLeaves, skuRoots, historyRows },
+    unexplained: unexplainedCount,
+    explained: mismatches.length - unexplainedCount,
+    mismatches,
+    advisories,
+  };
+}
+
+/** If the aggregate's difference is exactly the leaf rows' differences, credit it to them. */
+function fold(aggregate: Mismatch, cause: Mismatch[]): boolean {
+  if (cause.length === 0) return false;
+  const sum = cause.reduce((n, m) => n + m.difference, 0);
+  if (!sameQuantity(sum, aggregate.difference)) return false;
+  for (const m of cause) m.alsoDisagrees.push(aggregate.check);
+  return true;
+}
+
+function snapshotAdvisories(
+  db: DB,
+  sumByRoot: Map<string, number>,
+  sumTotal: number,
+  diffByRoot: Map<string, number>,
+  diffTotal: number,
+): Advisory[] {
+  const latest = db.prepare("SELECT max(run_id) AS run FROM inventory_snapshots").get() as { run: number | null };
+  if (latest.run === null) return [];
+  const rows = db
+    .prepare("SELECT run_id, taken_at, root_id, name, total_quantity FROM inventory_snapshots WHERE run_id = ? AND total_quantity IS NOT NULL")
+    .all(latest.run) as Array<{ run_id: number; taken_at: string; root_id: string | null; name: string | null; total_quantity: number }>;
+  const out: Advisory[] = [];
+  for (const r of rows) {
+    const found = r.root_id === null ? sumTotal : (sumByRoot.get(r.root_id) ?? 0);
+    const difference = found - r.total_quantity;
+    if (sameQuantity(found, r.total_quantity)) continue;
+    // Already accounted for by leaf rows reported above.
+    if (sameQuantity(difference, r.root_id === null ? diffTotal : (diffByRoot.get(r.root_id) ?? 0))) continue;
+    out.push({
+      check: r.root_id === null ? "snapshot_total" : "snapshot_root_total",
+      runId: r.run_id,
+      takenAt: r.taken_at,
+      rootId: r.root_id,
+      rootName: r.name,
+      expected: r.total_quantity,
+      found,
+      difference,
+      explanation: `the list's ${r.root_id === null ? "overall" : "root"} total at ${r.taken_at} (run ${r.run_id}) differs from today's leaf sum; expected if stock changed during or after that run`,
+    });
+  }
+  return out;
+}
