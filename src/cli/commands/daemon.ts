@@ -1,0 +1,93 @@
+/**
+ * `inventory-mirror daemon`: the sidecar. Scheduled incremental and full syncs
+ * (config schedule.*), /healthz /readyz /metrics on daemon.listen, until SIGTERM or
+ * SIGINT: then it stops scheduling, interrupts the run in hand after its current
+ * transaction, closes the database and exits 0 (within STOP_DEADLINE_MS).
+ * A second signal exits at once (SQLite's journal keeps the file consistent).
+ */
+import { checkDirectory } from "../../store/db.js";
+import { loadConfig, loadKey, type ResolvedConfig } from "../../core/config.js";
+import { ConfigError } from "../../core/errors.js";
+import { createLogger } from "../../core/logger.js";
+import { redactSecrets } from "../../core/secret.js";
+import { Daemon } from "../../daemon/daemon.js";
+import { flagsFrom } from "../common.js";
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+/** Exit before `docker stop`'s default 10 s grace period runs out, even if the run in hand does not end. */
+const STOP_DEADLINE_MS = 9_000;
+/** After a clean stop, give stray handles (sockets in close) this long before exiting anyway. */
+const EXIT_GRACE_MS = 1_000;
+
+export default async function daemon(v: Values): Promise<number> {
+  const config = withListen(loadConfig(flagsFrom(v)), v.listen as string | undefined, process.env.INVENTORY_DAEMON_LISTEN);
+  const logger = createLogger(config.logLevel);
+  // Fail fast on what no tick could fix: no key, no base URL, no database directory (exit 2).
+  let warned = false;
+  const key = () =>
+    loadKey(process.env, (msg) => {
+      if (!warned) logger.warn(msg);
+      warned = true;
+    });
+  key();
+  if (!config.baseUrl) throw new ConfigError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file");
+  checkDirectory(config.dbPath);
+
+  const d = new Daemon({ config, key, logger });
+  const startup = d.start();
+  let stopping: Promise<number> | null = null;
+  let resolveStopped!: (code: number) => void;
+  const stopped = new Promise<number>((resolve) => (resolveStopped = resolve));
+  const onSignal = (sig: NodeJS.Signals) => {
+    if (stopping) {
+      process.stderr.write(`inventory-mirror daemon: second ${sig}, exiting now\n`);
+      process.exit(1);
+    }
+    logger.info({ signal: sig }, "stopping: no new runs; interrupting the run in hand after its current transaction");
+    const deadline = setTimeout(() => {
+      logger.error(`the daemon did not stop within ${STOP_DEADLINE_MS / 1000} s; exiting (the database stays consistent)`);
+      process.exit(1);
+    }, STOP_DEADLINE_MS);
+    deadline.unref();
+    stopping = startup.then(
+      () => d.stop(new Error(`received ${sig}`)).then(() => 0),
+      () => 0,
+    );
+    void stopping.then((code) => {
+      clearTimeout(deadline);
+      resolveStopped(code);
+    });
+  };
+  process.on("SIGTERM", onSignal);
+  process.on("SIGINT", onSignal);
+
+  try {
+    await startup;
+  } catch (err) {
+    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onSignal);
+    await d.stop().catch(() => undefined);
+    throw err;
+  }
+  const code = await stopped;
+  process.off("SIGTERM", onSignal);
+  process.off("SIGINT", onSignal);
+  // Everything is closed; if some handle still keeps the event loop alive, do not wait for it.
+  setTimeout(() => {
+    logger.warn("exiting with handles still open");
+    process.exit(code);
+  }, EXIT_GRACE_MS).unref();
+  return code;
+}
+
+/** --listen > INVENTORY_DAEMON_LISTEN > daemon.listen (config file) > 127.0.0.1:9464. */
+export function withListen(config: ResolvedConfig, flag: string | undefined, env: string | undefined): ResolvedConfig {
+  const raw = flag ?? (env || undefined);
+  if (raw === undefined) return config;
+  const source = flag !== undefined ? "--listen" : "INVENTORY_DAEMON_LISTEN";
+  const m = /^(\[[0-9a-f:]+\]|[^\s:[\]]+):(\d{1,5})$/i.exec(raw);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new ConfigError(`${source}: expected host:port such as 127.0.0.1:9464 or 0.0.0.0:9464, got "${redactSecrets(raw)}"`);
+  return { ...config, daemon: { ...config.daemon, host: m[1]!.replace(/^\[|\]$/g, ""), port } };
+}

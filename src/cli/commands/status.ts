@@ -1,0 +1,127 @@
+/**
+ * `inventory-mirror status`: the last runs with their outcome and counters, the
+ * quota backoff state, and the SKU × locations whose latest scan is not reflected,
+ * from the database alone: no key, no request. It opens the file read-only (WAL), so
+ * it works while the daemon or a `sync` is writing.
+ */
+import { loadConfig } from "../../core/config.js";
+import { ConfigError } from "../../core/errors.js";
+import { openDatabase } from "../../store/db.js";
+import { hasTable, readStatus, type RunSummary, type StatusReport } from "../../daemon/state.js";
+import { flagsFrom } from "../common.js";
+
+type Values = Record<string, string | boolean | string[] | undefined>;
+
+export const DEFAULT_RUNS = 10;
+export const NOT_CLEAN_SHOWN = 20;
+
+export default async function status(v: Values): Promise<number> {
+  const config = loadConfig(flagsFrom(v));
+  const runsRaw = v.runs === undefined ? String(DEFAULT_RUNS) : String(v.runs);
+  const runs = Number(runsRaw);
+  if (!/^\d+$/.test(runsRaw) || runs < 1 || runs > 1000) throw new ConfigError(`--runs: expected a whole number from 1 to 1000, got "${runsRaw}"`);
+  const db = openDatabase(config.dbPath, { readonly: true });
+  let report: StatusReport;
+  try {
+    if (!hasTable(db, "sync_runs")) {
+      throw new ConfigError(`${config.dbPath} is not an inventory-mirror database (no sync_runs table); run 'inventory-mirror sync --full' first or pass --db`);
+    }
+    report = readStatus(db, { database: config.dbPath, runs, notCleanLimit: NOT_CLEAN_SHOWN });
+  } finally {
+    db.close();
+  }
+  process.stdout.write((v.json ? JSON.stringify(report) : formatStatus(report)) + "\n");
+  return 0;
+}
+
+export function formatStatus(r: StatusReport): string {
+  const now = Date.parse(r.generatedAt);
+  const lines: string[] = [];
+  lines.push(`database      ${r.database}`);
+  lines.push(`workspace     ${r.workspace ? `${r.workspace.name} (${r.workspace.id}), last checked ${ago(r.workspace.checkedAt, now)}` : "(none yet)"}`);
+  lines.push(
+    `running       ${
+      r.running
+        ? `run ${r.running.id} (${r.running.mode}) since ${r.running.startedAt}, pid ${r.running.pid ?? "?"} (if that process is gone, the next run marks it interrupted)`
+        : "no run in progress"
+    }`,
+  );
+  lines.push(`last success  ${r.lastSuccess ? `run ${r.lastSuccess.id} (${r.lastSuccess.mode}) ended ${r.lastSuccess.finishedAt}, ${ago(r.lastSuccess.finishedAt, now)}` : "none"}`);
+  lines.push(`last full     ${r.lastFullSuccess ? `run ${r.lastFullSuccess.id} ended ${r.lastFullSuccess.finishedAt}, ${ago(r.lastFullSuccess.finishedAt, now)}` : "none"}`);
+  lines.push(`quota         ${quotaLine(r)}`);
+  lines.push("");
+  lines.push(`last ${r.runs.length} run(s):`);
+  if (r.runs.length) {
+    const header = ["run", "mode", "status", "started", "duration", "listed", "fetched", "failed", "deleted", "history+", "requests", "429", "503", "retries", "waited"];
+    const rows = r.runs.map((x) => [
+      String(x.id),
+      x.mode,
+      x.status,
+      x.startedAt.replace(/\.\d+Z$/, "Z"),
+      x.durationMs === null ? "-" : seconds(x.durationMs),
+      String(x.counters.skusListed),
+      String(x.counters.skusFetched),
+      String(x.counters.skusFailed),
+      String(x.counters.skusDeleted),
+      String(x.counters.historyRowsAdded),
+      String(x.counters.requests),
+      String(x.counters.responses429),
+      String(x.counters.responses503),
+      String(x.counters.retries),
+      seconds(x.counters.waitMs),
+    ]);
+    lines.push(...table([header, ...rows]).map((l) => `  ${l}`));
+    for (const x of r.runs) {
+      const notes = runNotes(x);
+      if (notes) lines.push(`  run ${x.id}: ${notes}`);
+    }
+  }
+  lines.push("");
+  const nc = r.notClean;
+  lines.push(`scan not reflected: ${nc.pairs} SKU × location (${nc.skus} SKUs) with freshness other than clean`);
+  if (nc.shown.length) {
+    lines.push(`  ${nc.shown.length < nc.pairs ? `the ${nc.shown.length} longest-standing:` : "all:"}`);
+    const rows = nc.shown.map((i) => [i.notCleanSince ?? "?", i.status ?? "(missing)", i.skuCode ?? i.skuId, i.skuName ?? "", i.location ?? i.locationId]);
+    lines.push(...table([["since", "status", "sku", "name", "location"], ...rows]).map((l) => `    ${l}`));
+  }
+  return lines.join("\n");
+}
+
+function quotaLine(r: StatusReport): string {
+  const q = r.quota;
+  const b = q.lastBackoff;
+  if (q.state === "paused" && b) {
+    return `paused until ${b.until} (run ${b.runId}: ${b.status ?? "error"} on ${b.endpoint ?? "?"}${b.retryAfter ? `, Retry-After ${b.retryAfter}` : ""})`;
+  }
+  if (q.state === "waiting" && q.resumeAfter) return `waiting: run ${q.resumeAfter.runId} hit the quota wall; no run before ${q.resumeAfter.at}`;
+  const last = b ? `; last backoff ${b.at} (run ${b.runId}: ${b.status ?? "error"} on ${b.endpoint ?? "?"}, waited ${seconds(b.waitMs ?? 0)})` : "";
+  return `clear${last}`;
+}
+
+function runNotes(x: RunSummary): string {
+  const parts: string[] = [];
+  const ep = Object.entries(x.counters.requestsByEndpoint).map(([k, n]) => `${k} ${n}`);
+  if (ep.length && x.status !== "succeeded") parts.push(`requests ${ep.join(", ")}`);
+  if (x.resumeAfter) parts.push(`resume after ${x.resumeAfter}`);
+  if (x.error) parts.push(x.error);
+  return parts.join("; ");
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function ago(iso: string, now: number): string {
+  const s = Math.round((now - Date.parse(iso)) / 1000);
+  if (!Number.isFinite(s)) return "at an unknown time";
+  if (s < 0) return "just now";
+  if (s < 120) return `${s} s ago`;
+  if (s < 7200) return `${Math.round(s / 60)} min ago`;
+  if (s < 172800) return `${(s / 3600).toFixed(1)} h ago`;
+  return `${(s / 86400).toFixed(1)} days ago`;
+}
+
+function table(rows: string[][]): string[] {
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd());
+}

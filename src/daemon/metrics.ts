@@ -1,0 +1,195 @@
+/**
+ * The daemon's Prometheus metrics (prom-client), on a registry of its own.
+ *
+ * Counters are added when a run ends (runSync reports its counters once, in its
+ * SyncResult); gauges are read at scrape time. Names follow Prometheus conventions:
+ * `_total` for counters, base units (`_seconds`), `_timestamp_seconds` for times.
+ * Plus the default process and Node.js metrics (process_*, nodejs_*).
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import type { RunMode } from "../store/store.js";
+import type { SyncResult } from "../sync/sync.js";
+
+export const PREFIX = "inventory_mirror_";
+export const RUN_MODES: readonly RunMode[] = ["incremental", "full"];
+/** `outcome` label of runs_total: the run's final status. A run that could not start (key refused, workspace check failed) is `failed`. */
+export const RUN_OUTCOMES = ["succeeded", "partial", "failed", "interrupted"] as const;
+export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+/** `reason` label of ticks_skipped_total. */
+export const SKIP_REASONS = ["overlap", "quota", "locked"] as const;
+export type SkipReason = (typeof SKIP_REASONS)[number];
+/** `kind` label of sync_errors_total. */
+export const ERROR_KINDS = ["auth", "workspace", "quota", "api", "sync", "store", "config", "other"] as const;
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+/** Run durations from a few seconds (incremental, small workspace) to hours (first backfill under a quota). */
+const DURATION_BUCKETS = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400];
+
+export interface MetricsOptions {
+  /** process_* and nodejs_* metrics (default true). */
+  defaultMetrics?: boolean;
+  /** Read at scrape time. */
+  ready?: () => boolean;
+  skusNotClean?: () => number | null;
+}
+
+export class DaemonMetrics {
+  readonly registry = new Registry();
+  readonly runs: Counter<"mode" | "outcome">;
+  readonly ticksSkipped: Counter<"mode" | "reason">;
+  readonly errors: Counter<"kind">;
+  readonly requests: Counter<"endpoint" | "status">;
+  readonly rateLimited: Counter;
+  readonly retries: Counter;
+  readonly backoffSeconds: Counter;
+  readonly skusFetched: Counter;
+  readonly skusFailed: Counter;
+  readonly historyRows: Counter;
+  readonly duration: Histogram<"mode" | "outcome">;
+  readonly lastSuccess: Gauge;
+  readonly lastRun: Gauge<"mode">;
+  readonly running: Gauge<"mode">;
+  readonly skusNotClean: Gauge;
+  readonly ready: Gauge;
+
+  constructor(opts: MetricsOptions = {}) {
+    const registers = [this.registry];
+    this.runs = new Counter({
+      name: `${PREFIX}sync_runs_total`,
+      help: "Sync runs by mode and outcome (succeeded, partial, failed, interrupted).",
+      labelNames: ["mode", "outcome"],
+      registers,
+    });
+    this.ticksSkipped = new Counter({
+      name: `${PREFIX}ticks_skipped_total`,
+      help: "Scheduled ticks that did not start a run: overlap (a run was in progress), quota (waiting for a quota wall's resume time), locked (another process was writing the database).",
+      labelNames: ["mode", "reason"],
+      registers,
+    });
+    this.errors = new Counter({
+      name: `${PREFIX}sync_errors_total`,
+      help: "Runs that failed, by cause: auth (key refused, 401), workspace (key or database of another workspace), quota, api, sync, store, config, other.",
+      labelNames: ["kind"],
+      registers,
+    });
+    this.requests = new Counter({
+      name: `${PREFIX}requests_total`,
+      help: "API requests (attempts) by endpoint and response status (2xx, or the HTTP status; 'error' when no response: network, timeout).",
+      labelNames: ["endpoint", "status"],
+      registers,
+    });
+    this.rateLimited = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
+    this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
+    this.backoffSeconds = new Counter({
+      name: `${PREFIX}backoff_seconds_total`,
+      help: "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).",
+      registers,
+    });
+    this.skusFetched = new Counter({ name: `${PREFIX}skus_fetched_total`, help: "SKUs whose detail and history were fetched and stored.", registers });
+    this.skusFailed = new Counter({ name: `${PREFIX}skus_failed_total`, help: "SKUs whose fetch failed (they stay queued for the next run).", registers });
+    this.historyRows = new Counter({ name: `${PREFIX}history_rows_added_total`, help: "History rows added to the mirror.", registers });
+    this.duration = new Histogram({
+      name: `${PREFIX}sync_duration_seconds`,
+      help: "Duration of sync runs.",
+      labelNames: ["mode", "outcome"],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.lastSuccess = new Gauge({
+      name: `${PREFIX}last_success_timestamp_seconds`,
+      help: "Unix time at which the last successful run ended (0: none yet).",
+      registers,
+    });
+    this.lastRun = new Gauge({
+      name: `${PREFIX}last_run_timestamp_seconds`,
+      help: "Unix time at which the last run of this mode ended, whatever its outcome.",
+      labelNames: ["mode"],
+      registers,
+    });
+    this.running = new Gauge({ name: `${PREFIX}sync_running`, help: "1 while a run of this mode is in progress.", labelNames: ["mode"], registers });
+    const notClean = opts.skusNotClean;
+    this.skusNotClean = new Gauge({
+      name: `${PREFIX}skus_not_clean`,
+      help: "Current SKUs with at least one location whose freshness is not clean (the latest scan may not be reflected).",
+      registers,
+      ...(notClean
+        ? {
+            collect(this: Gauge) {
+              const n = safe(notClean);
+              if (n !== null) this.set(n);
+            },
+          }
+        : {}),
+    });
+    const ready = opts.ready;
+    this.ready = new Gauge({
+      name: `${PREFIX}ready`,
+      help: "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).",
+      registers,
+      ...(ready
+        ? {
+            collect(this: Gauge) {
+              this.set(ready() ? 1 : 0);
+            },
+          }
+        : {}),
+    });
+
+    // Every series alerts may refer to exists from the start, at 0.
+    for (const mode of RUN_MODES) {
+      for (const outcome of RUN_OUTCOMES) this.runs.labels(mode, outcome).inc(0);
+      for (const reason of SKIP_REASONS) this.ticksSkipped.labels(mode, reason).inc(0);
+      this.running.labels(mode).set(0);
+    }
+    for (const kind of ERROR_KINDS) this.errors.labels(kind).inc(0);
+    this.lastSuccess.set(0);
+
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * A run that ended with a result (whatever its status). `responses`: by endpoint and
+   * status; `errorKind`: the cause, for a failed run.
+   */
+  observeRun(r: SyncResult, responses: Record<string, Record<string, number>>, endedAt: number, errorKind: ErrorKind | null = null): void {
+    const outcome = r.status === "running" ? "interrupted" : r.status;
+    this.runs.labels(r.mode, outcome).inc();
+    if (errorKind) this.errors.labels(errorKind).inc();
+    this.duration.labels(r.mode, outcome).observe(r.durationMs / 1000);
+    this.lastRun.labels(r.mode).set(endedAt / 1000);
+    for (const [endpoint, byStatus] of Object.entries(responses)) {
+      for (const [status, n] of Object.entries(byStatus)) if (n > 0) this.requests.labels(endpoint, status).inc(n);
+    }
+    this.rateLimited.inc(r.responses429);
+    this.retries.inc(r.retries);
+    this.backoffSeconds.inc(r.waitMs / 1000);
+    this.skusFetched.inc(r.skusFetched);
+    this.skusFailed.inc(r.skusFailed);
+    this.historyRows.inc(r.historyRowsAdded);
+    if (r.status === "succeeded") this.lastSuccess.set(endedAt / 1000);
+  }
+
+  /** A run that could not start or threw before it had a result. */
+  observeFailure(mode: RunMode, kind: ErrorKind, durationMs: number, endedAt: number): void {
+    this.runs.labels(mode, "failed").inc();
+    this.errors.labels(kind).inc();
+    this.duration.labels(mode, "failed").observe(durationMs / 1000);
+    this.lastRun.labels(mode).set(endedAt / 1000);
+  }
+
+  /** Prometheus text exposition format. */
+  async text(): Promise<string> {
+    return this.registry.metrics();
+  }
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+}
+
+function safe(f: () => number | null): number | null {
+  try {
+    return f();
+  } catch {
+    return null;
+  }
+}
