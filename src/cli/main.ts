@@ -14,6 +14,10 @@ const handlers: Record<string, () => Promise<{ default: (v: Values) => Promise<n
   check: () => import("./commands/check.js"),
   simulate: () => import("./commands/simulate.js"),
   demo: () => import("./commands/demo.js"),
+  daemon: () => import("./commands/daemon.js"),
+  status: () => import("./commands/status.js"),
+  stock: () => import("./commands/stock.js"),
+  reconcile: () => import("./commands/reconcile.js"),
 };
 
 export async function main(argv: string[]): Promise<number> {

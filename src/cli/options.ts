@@ -5,6 +5,7 @@
 import { parseArgs } from "node:util";
 import { ConfigError } from "../core/errors.js";
 import { DEFAULTS } from "../core/defaults.js";
+import { looksLikeKeyName } from "../core/config.js";
 
 export interface OptionDef {
   name: string;
@@ -98,19 +99,91 @@ export const COMMANDS: CommandDef[] = [
       HELP,
     ],
   },
+  {
+    name: "daemon",
+    usage: "inventory-mirror daemon [options]",
+    summary: "run as a sidecar: scheduled syncs, /healthz /readyz /metrics, until SIGTERM",
+    description:
+      "Runs an incremental sync on config schedule.incremental (default every 5 minutes) and a full sync on schedule.full\n" +
+      "(default nightly), never two at once (a tick that finds a run in progress is skipped and journaled), and serves\n" +
+      "/healthz, /readyz (last success younger than daemon.readyMaxAgeSeconds) and /metrics (Prometheus) on daemon.listen.\n" +
+      "Starts with an incremental sync when the database has no recent success. SIGTERM/SIGINT: stops scheduling,\n" +
+      "interrupts the run in hand after its current transaction (the next run resumes it), exits 0.\n" +
+      "The key comes from INVENTORY_API_KEY or INVENTORY_API_KEY_FILE (read again for every run). Logs: JSON lines on stderr.",
+    options: [
+      { name: "listen", type: "string", arg: "HOST:PORT", help: "where /healthz, /readyz and /metrics listen (default 127.0.0.1:9464). Env: INVENTORY_DAEMON_LISTEN; config: daemon.listen" },
+      DB,
+      ...CONNECTION,
+      HELP,
+    ],
+  },
+  {
+    name: "status",
+    usage: "inventory-mirror status [--db FILE] [--runs N] [--json]",
+    summary: "show the last runs, the quota backoff state and SKUs whose scan is not reflected (no key, read-only)",
+    description:
+      "Reads the database only (no key, no request), read-only, so it works while the daemon or a sync is writing.\n" +
+      "Shows the last runs with mode, status, duration and counters; whether requests are paused by a 429/503 or waiting\n" +
+      "for a quota wall's resume time; and the SKU × locations whose freshness is not clean, longest-standing first.",
+    options: [
+      DB,
+      { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
+      { name: "runs", type: "string", arg: "N", help: "how many of the last runs to show (default 10)" },
+      JSON_OUT,
+      HELP,
+    ],
+  },
+  {
+    name: "stock",
+    usage: "inventory-mirror stock --at TIMESTAMP [--location ID] [--sku ID] [--db FILE] [--json]",
+    summary: "stock per SKU and leaf at a past moment, reconstructed from current quantities and history (read-only)",
+    description:
+      "Starts from each SKU x leaf's current quantity and undoes, newest first, every history row after TIMESTAMP\n" +
+      "(a movement by its signed amount, a SET back to observed - delta). Where freshness is not clean, the rows after\n" +
+      "the last replay are first taken as not yet reflected (marked *). Rows at exactly TIMESTAMP count as done.\n" +
+      "Only current SKUs; leaves with 0 are not listed. Reads the database only (no key, no request), so it works while\n" +
+      "a sync is writing. Exit 0, or 2 for a bad timestamp, an unknown location or SKU, or a database to upgrade first.",
+    options: [
+      { name: "at", type: "string", arg: "TIMESTAMP", help: "ISO 8601, e.g. 2026-03-01T00:00:00Z (no zone = UTC; a date alone = its 00:00 UTC)" },
+      { name: "location", type: "string", arg: "ID", help: "a root, section or leaf id: quantities summed per SKU over the leaves under it" },
+      { name: "sku", type: "string", arg: "ID", help: "only this SKU (its id)" },
+      DB,
+      { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
+      JSON_OUT,
+      HELP,
+    ],
+  },
+  {
+    name: "reconcile",
+    usage: "inventory-mirror reconcile [--sku ID] [--db FILE] [--json]",
+    summary: "check that mirrored history, leaf quantities and list totals agree; exit 1 with mismatches (read-only)",
+    description:
+      "For each current SKU x leaf, replays the mirrored history (the latest SET's observed count plus later movements)\n" +
+      "and compares it with the mirrored quantity; checks that the leaf quantities add up to the list's root quantities\n" +
+      "and totalQuantity. Every mismatch is reported with SKU, location, expected and found values, and whether a\n" +
+      "freshness other than clean explains it (those do not fail the check). A wrong leaf row is reported once, with the\n" +
+      "totals it throws off. Exit 0 when consistent, 1 with unexplained mismatches, 2 on a usage or database error.",
+    options: [
+      { name: "sku", type: "string", arg: "ID", help: "check only this SKU (its id)" },
+      DB,
+      { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
+      JSON_OUT,
+      HELP,
+    ],
+  },
 ];
-
-/** Flags people try for the key. Refused with a message that says where the key goes. */
-const KEY_FLAGS = ["key", "api-key", "apikey", "token", "developer-key", "secret"];
 
 export function findCommand(name: string): CommandDef | undefined {
   return COMMANDS.find((c) => c.name === name);
 }
 
 export function parseCommandArgs(cmd: CommandDef, argv: string[]): Record<string, string | boolean | string[] | undefined> {
+  // A flag people try for the key (--key, --api-key, --token, --access-token, --secret, --bearer,
+  // --key-file... any spelling, see looksLikeKeyName) is refused with where the key goes, and
+  // before parseArgs, whose "unknown option" would not say it.
   for (const a of argv) {
     const flag = a.replace(/^--?/, "").split("=")[0]!;
-    if (a.startsWith("-") && KEY_FLAGS.includes(flag.toLowerCase())) {
+    if (a.startsWith("-") && looksLikeKeyName(flag)) {
       throw new ConfigError(
         `--${flag} is not accepted: the developer key is read only from the environment. ` +
           `Set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it.`,

@@ -30,6 +30,7 @@ export const ConfigFile = z.strictObject({
   rateLimit: z
     .strictObject({
       requestsPerSecond: z.number().positive().nullable().optional(),
+      adaptive: z.boolean().optional(),
       maxWaitSeconds: z.number().positive().optional(),
     })
     .optional(),
@@ -54,6 +55,12 @@ export const ConfigFile = z.strictObject({
       maxRequests: positiveInt.nullable().optional(),
       reverifyWindowHours: z.number().positive().optional(),
       historyOverlapRows: z.number().int().min(0).optional(),
+    })
+    .optional(),
+  storage: z
+    .strictObject({
+      walCapMegabytes: z.number().min(1).optional(),
+      walCheckIntervalMs: z.number().int().min(50).optional(),
     })
     .optional(),
   schedule: z.strictObject({ incremental: cron.optional(), full: cron.optional() }).optional(),
@@ -87,16 +94,30 @@ export interface ResolvedConfig {
   expectedWorkspaceId: string | null;
   expectedWorkspaceName: string | null;
   requestsPerSecond: number | null;
+  /** Learn the server's accepted rate from 429s (rateLimit.adaptive, default true). */
+  adaptiveRate: boolean;
   maxWaitMs: number;
   http: { connectTimeoutMs: number; responseTimeoutMs: number; maxResponseBytes: number };
   retry: { maxRetries: number; max429Retries: number; backoffBaseMs: number; backoffCapMs: number; minRetryAfterMs: number };
   sync: { maxFailedShare: number; maxRequests: number | null; reverifyWindowHours: number; historyOverlapRows: number };
+  /** WAL size cap kept by the WAL guard while BI readers come and go (see store/wal-guard.ts). */
+  storage: { walCapBytes: number; walCheckIntervalMs: number };
   schedule: { incremental: string; full: string };
   daemon: { host: string; port: number; readyMaxAgeSeconds: number };
 }
 
-/** Keys under which people put a key by mistake. */
-const KEY_NAMES = /^(api[-_]?key|apikey|key|token|developer[-_]?key|secret|authorization|bearer|password)$/i;
+/**
+ * Names under which people put a key by mistake: apiKey, api_key, INVENTORY_API_KEY, token,
+ * accessToken, apiKeyFile, developerKey, secret, authorization, bearer, password, credentials...
+ * Matched on the name lowercased with separators removed, so every spelling is caught. No
+ * legitimate config key ends like this (checked by a test against ConfigFile's shape).
+ */
+const KEY_LIKE = /(key|token|secret|authorization|bearer|password|passwd|credentials?)(file|path)?$/;
+
+/** Does this config key or flag name look like somewhere a developer key is being put? */
+export function looksLikeKeyName(name: string): boolean {
+  return KEY_LIKE.test(name.toLowerCase().replace(/[^a-z0-9]/g, ""));
+}
 
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
   const configPath = flags.config ?? env.INVENTORY_CONFIG ?? null;
@@ -127,6 +148,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     expectedWorkspaceId: flags.expectedWorkspaceId ?? file.expectedWorkspace?.id ?? null,
     expectedWorkspaceName: flags.expectedWorkspaceName ?? file.expectedWorkspace?.name ?? null,
     requestsPerSecond,
+    adaptiveRate: file.rateLimit?.adaptive ?? true,
     maxWaitMs: (file.rateLimit?.maxWaitSeconds ?? DEFAULTS.maxWaitMs / 1000) * 1000,
     http: {
       connectTimeoutMs: file.http?.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
@@ -146,6 +168,10 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
       reverifyWindowHours: file.sync?.reverifyWindowHours ?? 24,
       historyOverlapRows: file.sync?.historyOverlapRows ?? 20,
     },
+    storage: {
+      walCapBytes: Math.round((file.storage?.walCapMegabytes ?? DEFAULTS.walCapBytes / 1048576) * 1048576),
+      walCheckIntervalMs: file.storage?.walCheckIntervalMs ?? DEFAULTS.walCheckIntervalMs,
+    },
     schedule: {
       incremental: file.schedule?.incremental ?? "*/5 * * * *",
       full: file.schedule?.full ?? "17 3 * * *",
@@ -160,9 +186,12 @@ function readConfigFile(path: string): ConfigFile {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch (err) {
-    throw new ConfigError(`config file ${path} is not valid JSON: ${(err as Error).message}`, { cause: err });
+    // Without the snippet of the file JSON.parse quotes (so not with the error as cause either):
+    // it may be the very key someone pasted there.
+    const why = (err as Error).message.replace(/,? *"(?:[^"\\]|\\.)*"(\.\.\.)?( is not valid JSON)?/g, "").trim();
+    throw new ConfigError(`config file ${path} is not valid JSON: ${why}`);
   }
-  const keyAt = findKeyLikeEntry(raw, "");
+  const keyAt = findKeyLikeEntry(raw);
   if (keyAt) {
     throw new ConfigError(
       `config file ${path}: "${keyAt}" looks like a developer key. The key is never read from the config file: ` +
@@ -173,7 +202,13 @@ function readConfigFile(path: string): ConfigFile {
   if (!parsed.success) {
     const lines = parsed.error.issues.map((i) => {
       const where = i.path.length ? i.path.join(".") : "(top level)";
-      if (i.code === "unrecognized_keys") return `${where === "(top level)" ? "" : where + ": "}unknown key(s) ${i.keys.map((k) => `"${k}"`).join(", ")}`;
+      if (i.code === "unrecognized_keys") {
+        const allowed = allowedKeysAt(i.path);
+        return (
+          `${where === "(top level)" ? "" : where + ": "}unknown key(s) ${i.keys.map((k) => `"${clip(k)}"`).join(", ")}` +
+          (allowed.length ? `; expected only ${allowed.map((k) => `"${k}"`).join(", ")}${didYouMean(i.keys, allowed)}` : "")
+        );
+      }
       return `${where}: ${i.message}`;
     });
     throw new ConfigError(`config file ${path} is invalid:\n  - ${lines.join("\n  - ")}\nSee config.example.json for every key.`);
@@ -181,15 +216,70 @@ function readConfigFile(path: string): ConfigFile {
   return parsed.data;
 }
 
-function findKeyLikeEntry(v: unknown, path: string): string | null {
-  if (!v || typeof v !== "object" || Array.isArray(v)) return null;
-  for (const [k, child] of Object.entries(v)) {
-    const here = path ? `${path}.${k}` : k;
-    if (KEY_NAMES.test(k)) return here;
-    const deeper = findKeyLikeEntry(child, here);
-    if (deeper) return deeper;
+/**
+ * The path of the first key-like name anywhere in the parsed file (objects and arrays),
+ * breadth first and without recursion: a deeply nested file must end in a clear error,
+ * not a stack overflow. Deeper than any valid config file nests is left to the schema.
+ */
+function findKeyLikeEntry(root: unknown): string | null {
+  const MAX_DEPTH = 32;
+  let level: Array<[unknown, string]> = [[root, ""]];
+  for (let depth = 0; depth < MAX_DEPTH && level.length; depth++) {
+    const next: Array<[unknown, string]> = [];
+    for (const [v, path] of level) {
+      if (!v || typeof v !== "object") continue;
+      for (const [k, child] of Object.entries(v)) {
+        const here = Array.isArray(v) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
+        if (!Array.isArray(v) && looksLikeKeyName(k)) return here.length > 120 ? `${here.slice(0, 117)}...` : here;
+        next.push([child, here]);
+      }
+    }
+    level = next;
   }
   return null;
+}
+
+/** The keys the schema allows at `path` (for "unknown key" messages). */
+function allowedKeysAt(path: readonly PropertyKey[]): string[] {
+  let schema: z.ZodType = ConfigFile;
+  for (const seg of path) {
+    while (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema.unwrap() as z.ZodType;
+    if (!(schema instanceof z.ZodObject)) return [];
+    const child = (schema.shape as Record<string, z.ZodType>)[String(seg)];
+    if (!child) return [];
+    schema = child;
+  }
+  while (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema.unwrap() as z.ZodType;
+  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+}
+
+/** " (did you mean "x"?)" when an unknown key is a small typo of an allowed one. */
+function didYouMean(unknown: readonly string[], allowed: readonly string[]): string {
+  for (const u of unknown) {
+    const lu = u.toLowerCase();
+    const best = allowed.find((a) => {
+      const la = a.toLowerCase();
+      return editDistance(lu, la) <= Math.max(1, Math.floor(a.length / 3)) || (lu.length >= 4 && (la.startsWith(lu) || lu.startsWith(la)));
+    });
+    if (best) return ` (did you mean "${best}" for "${clip(u)}"?)`;
+  }
+  return "";
+}
+
+function editDistance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 3 || a.length > 64 || b.length > 64) return Infinity;
+  let prev = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const cur = [i];
+    for (let j = 1; j <= b.length; j++) cur[j] = Math.min(prev[j]! + 1, cur[j - 1]! + 1, prev[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1));
+    prev = cur;
+  }
+  return prev[b.length]!;
+}
+
+/** Echo at most this much of something the user wrote: messages stay one readable line. */
+function clip(s: string, max = 80): string {
+  return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
 /** Loopback: 127.0.0.0/8, ::1, localhost. Plain http is allowed only there. */
@@ -206,7 +296,9 @@ export function parseBaseUrl(raw: string, source: string): URL {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`${source}: "${raw}" is not a URL; expected e.g. https://api.example.com or https://host/prefix`);
+    // Userinfo is masked: a URL that fails to parse may still carry a password.
+    const shown = clip(raw.replace(/\/\/[^/@\s]*@/, "//***@"));
+    throw new ConfigError(`${source}: "${shown}" is not a URL; expected e.g. https://api.example.com or https://host/prefix`);
   }
   if (url.protocol !== "https:" && url.protocol !== "http:") {
     throw new ConfigError(`${source}: expected an https:// URL, got ${url.protocol}`);
@@ -219,32 +311,66 @@ export function parseBaseUrl(raw: string, source: string): URL {
   return url;
 }
 
+/** A key file larger than this is not a key file (a wrong path, e.g. a log or a certificate bundle). */
+const MAX_KEY_FILE_BYTES = 16 * 1024;
+/**
+ * Shortest key we accept. Redaction scrubs the key's bytes from every log line and error;
+ * a very short key would also match ordinary text, so it could neither be scrubbed nor kept secret.
+ */
+const MIN_KEY_LENGTH = 8;
+
 /**
  * The developer key: INVENTORY_API_KEY, or the contents of INVENTORY_API_KEY_FILE
  * (one trailing newline trimmed). Warns through `warn` when the file is readable by
- * group or others.
+ * group or others. No message here ever contains the key's value.
  */
 export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string) => void = () => {}): Secret {
   const direct = env.INVENTORY_API_KEY;
   const file = env.INVENTORY_API_KEY_FILE;
   if (direct && file) throw new ConfigError("both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE are set; set only one");
-  if (direct) {
-    if (/\s/.test(direct.trim()) || direct.trim() === "") throw new ConfigError("INVENTORY_API_KEY is empty or contains whitespace");
-    return new Secret(direct.trim());
-  }
+  if (direct) return new Secret(checkKey(direct.trim(), "INVENTORY_API_KEY"));
   if (file) {
-    if (!existsSync(file)) throw new ConfigError(`INVENTORY_API_KEY_FILE: ${file} does not exist`);
-    const st = statSync(file);
-    if (!st.isFile()) throw new ConfigError(`INVENTORY_API_KEY_FILE: ${file} is not a file`);
+    const what = `INVENTORY_API_KEY_FILE (${file})`;
+    let st;
+    try {
+      st = statSync(file);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      throw new ConfigError(
+        code === "ENOENT" ? `${what}: the file does not exist; create it with the key on one line, or fix the path` : `${what}: cannot read the file (${code ?? (err as Error).message})`,
+        { cause: err },
+      );
+    }
+    if (!st.isFile()) throw new ConfigError(`${what}: not a regular file; expected a file holding the key on one line`);
+    if (st.size > MAX_KEY_FILE_BYTES) throw new ConfigError(`${what}: ${st.size} bytes is too large for a key file; expected the key on one line`);
     if (st.mode & 0o077) warn(`key file ${file} is readable by group or others (mode ${(st.mode & 0o777).toString(8)}); chmod 600 it`);
-    const value = readFileSync(file, "utf8").replace(/\r?\n$/, "");
-    if (value === "" || /\s/.test(value)) throw new ConfigError(`INVENTORY_API_KEY_FILE: ${file} is empty or holds whitespace besides a final newline`);
-    return new Secret(value);
+    let content: string;
+    try {
+      content = readFileSync(file, "utf8");
+    } catch (err) {
+      throw new ConfigError(`${what}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
+    }
+    return new Secret(checkKey(content.replace(/\r?\n$/, ""), what));
   }
   throw new ConfigError(
     "no developer key: set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file holding the key. " +
       "To try inventory-mirror without one, run 'inventory-mirror simulate' and use the key it prints.",
   );
+}
+
+/**
+ * A key must be one token of visible ASCII (what an Authorization header can carry),
+ * without quotes or backslashes: JSON escapes those, and an escaped key would slip past
+ * the byte-for-byte scrubbing of log lines. The value is never echoed.
+ */
+function checkKey(value: string, source: string): string {
+  if (value === "") throw new ConfigError(`${source} is empty; expected the developer key`);
+  if (/\s/.test(value)) throw new ConfigError(`${source} holds whitespace${source.startsWith("INVENTORY_API_KEY_FILE") ? " besides one final newline" : ""}; expected the key alone on one line`);
+  if (!/^[\x21-\x7e]+$/.test(value) || /["\\]/.test(value)) {
+    throw new ConfigError(`${source} holds characters a developer key cannot contain; expected visible ASCII without quotes or backslashes`);
+  }
+  if (value.length < MIN_KEY_LENGTH) throw new ConfigError(`${source} is ${value.length} characters long; expected a developer key of at least ${MIN_KEY_LENGTH}`);
+  return value;
 }
 
 function intFlag(name: string, v: string, min: number, max: number): number {

@@ -41,6 +41,13 @@ export const DEFAULTS = {
   progressIntervalMs: 5_000,
   /** SQLite busy timeout: a BI reader's checkpoint or a second opener waits this long. */
   busyTimeoutMs: 5_000,
+  /**
+   * WAL cap: BI readers that overlap continuously keep SQLite's own checkpoints from
+   * rewinding the WAL; the guard forces it back under this size (store/wal-guard.ts).
+   */
+  walCapBytes: 64 * 1024 * 1024,
+  /** How often the WAL guard looks at the WAL size. */
+  walCheckIntervalMs: 1_000,
   /** Log level unless --log-level / config.logLevel. */
   logLevel: "info" as const,
 } as const;

@@ -81,9 +81,12 @@ export class WorkspaceMismatchError extends Error {
 export class StoreError extends Error {
   override name = "StoreError";
   readonly exitCode: number;
-  constructor(message: string, options?: { cause?: unknown; exitCode?: number }) {
+  /** "locked": another process holds the writer lock (the daemon skips its tick instead of failing). */
+  readonly code: "locked" | null;
+  constructor(message: string, options?: { cause?: unknown; exitCode?: number; code?: "locked" }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.exitCode = options?.exitCode ?? EXIT.syncFailed;
+    this.code = options?.code ?? null;
   }
 }
 

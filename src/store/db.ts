@@ -9,7 +9,7 @@
  * never touch the lock and are never blocked: the database is in WAL mode.
  */
 import Database from "better-sqlite3";
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync } from "node:fs";
+import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULTS } from "../core/defaults.js";
@@ -92,6 +92,9 @@ export function checkDirectory(path: string): void {
   if (!existsSync(dir)) {
     throw new ConfigError(`database directory ${dir} does not exist (db: ${path}); create it or choose another --db`);
   }
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    throw new ConfigError(`db: ${path} is a directory; --db names the database file, e.g. ${join(path, "inventory.db")}`);
+  }
 }
 
 /** Create the file with mode 0600 before SQLite opens it, so the stock never sits in a world-readable file. */
@@ -110,7 +113,10 @@ export function peekDatabase(path: string, now = Date.now()): { workspace: { id:
   if (!existsSync(path)) return null;
   let db: DB | undefined;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    // Read-write handle in query_only mode rather than readonly: a readonly connection
+    // cannot remove the -wal/-shm files it makes appear, and a refused run writes nothing.
+    db = new Database(path, { fileMustExist: true });
+    db.pragma("query_only = ON");
     const has = (t: string) => db!.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
     if (!has("workspace")) return null;
     const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
@@ -151,7 +157,7 @@ export function acquireWriterLock(dbPath: string): WriterLock {
     if ((err as { code?: string }).code === "SQLITE_BUSY" || /locked|busy/i.test((err as Error).message)) {
       throw new StoreError(
         `another inventory-mirror process is writing to ${dbPath} (it holds ${lockPath}); wait for it to finish or stop it. Only one writer per database file.`,
-        { cause: err },
+        { cause: err, code: "locked" },
       );
     }
     throw new StoreError(`cannot take the writer lock ${lockPath}: ${(err as Error).message}`, { cause: err });

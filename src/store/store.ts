@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { DetailResponse, HistoryRow, ListItem, LocationNode, WorkspaceResponse } from "../core/api-schemas.js";
 import { scanNotReflected } from "../core/api-schemas.js";
 import { WorkspaceMismatchError } from "../core/errors.js";
+import { redactSecrets } from "../core/secret.js";
 import type { DB } from "./db.js";
 import type { Planner, PlanReason, PreviousState } from "../sync/planner.js";
 
@@ -234,13 +235,14 @@ export class Store {
   }
 
   finishRun(runId: number, status: RunStatus, error: string | null = null, resumeAfter: string | null = null): void {
-    this.s.finishRun.run(status, iso(), error, resumeAfter, runId);
+    // Text that came from elsewhere (server bodies, errors) is redacted before it is stored.
+    this.s.finishRun.run(status, iso(), error === null ? null : redactSecrets(error), resumeAfter, runId);
   }
 
   journal(runId: number, e: JournalEntry): void {
     this.s.journal.run(
       runId, iso(), e.kind, e.endpoint ?? null, e.status ?? null, e.retryAfter ?? null,
-      e.waitMs == null ? null : Math.round(e.waitMs), e.skuId ?? null, e.locationId ?? null, e.message ?? null,
+      e.waitMs == null ? null : Math.round(e.waitMs), e.skuId ?? null, e.locationId ?? null, e.message == null ? null : redactSecrets(e.message),
     );
   }
 
@@ -401,7 +403,7 @@ export class Store {
   /** Detail/history kept failing: journal it; the SKU stays queued for the next run. */
   skuFailed(runId: number, skuId: string, endpoint: string | null, status: number | null, message: string): void {
     this.db.transaction(() => {
-      this.s.skuFailed.run(message, skuId);
+      this.s.skuFailed.run(redactSecrets(message), skuId);
       this.s.runSkuFailed.run(runId);
       this.journal(runId, { kind: "sku_failed", skuId, endpoint, status, message });
     })();

@@ -18,6 +18,8 @@ import { ApiClient } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, checkDirectory, openDatabase, peekDatabase } from "../store/db.js";
 import { databaseBelongsToAnother, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
+import { saveSnapshot } from "../store/snapshots.js";
+import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { WorkQueue } from "./queue.js";
 import { fetchSku, walkList } from "./walker.js";
 import { planFull, planIncremental, reverifyShare, type PlanReason, type Planner } from "./planner.js";
@@ -85,6 +87,7 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     minRetryAfterMs: config.retry.minRetryAfterMs,
     maxWaitMs: config.maxWaitMs,
     maxRequests: config.sync.maxRequests,
+    adaptive: config.adaptiveRate,
     ...(pausedUntil ? { pausedUntil } : {}),
     ...(clock ? { clock } : {}),
     ...(onEvent ? { onEvent } : {}),
@@ -127,6 +130,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     else pendingJournal.push(entry);
   };
   let store: Store | null = null;
+  let walGuard: WalGuard | null = null;
   let api: ReturnType<typeof createApi> | null = null;
   // Internal abort: a fatal error in one worker stops the others; the caller's signal does too.
   const ac = new AbortController();
@@ -146,6 +150,8 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
 
     const db = openDatabase(config.dbPath);
     store = new Store(db);
+    // BI readers may hold the WAL; the guard keeps it under the cap without blocking us.
+    walGuard = startWalGuard(db, { capBytes: config.storage.walCapBytes, intervalMs: config.storage.walCheckIntervalMs });
     store.bindWorkspace(ws);
     const run = store.startRun(opts.mode);
     const s = store;
@@ -159,6 +165,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   } finally {
     opts.signal.removeEventListener("abort", onOuterAbort);
     await api?.client.close().catch(() => {});
+    walGuard?.stop();
     store?.db.close();
     lock.release();
   }
@@ -186,6 +193,7 @@ async function executeRun(
   const queue = new WorkQueue<string>(QUEUE_CAPACITY);
   const enqueued = new Set<string>();
   let total: number | null = null;
+  let snapshotSaved = false;
   const alreadyDone = run.resumedFrom ? countFetchedInWalk(store, run.walkId) : 0;
 
   const fail = (err: Error) => {
@@ -233,7 +241,11 @@ async function executeRun(
             store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
             logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
           }
-          // TODO(wire): saveSnapshot(store.db, run.id, page.roots, page.summary) on the first page, once src/store/snapshots.ts lands.
+          // The root summaries and totals cover the whole result, so the first page's are the run's snapshot.
+          if (!snapshotSaved) {
+            saveSnapshot(store.db, run.id, page.roots, page.summary);
+            snapshotSaved = true;
+          }
           if (page.summary?.skuCount != null && total === null && !incremental) total = page.summary.skuCount;
           const queued = store.savePage(run, page.items, page.nextCursor, planner);
           counters.listed += page.items.length;
