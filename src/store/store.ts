@@ -11,6 +11,7 @@ import { WorkspaceMismatchError } from "../core/errors.js";
 import { redactSecrets } from "../core/secret.js";
 import type { DB } from "./db.js";
 import type { Planner, PlanReason, PreviousState } from "../sync/planner.js";
+import type { ReplayableRow } from "../sync/history-check.js";
 
 export type RunMode = "full" | "incremental";
 export type RunStatus = "running" | "succeeded" | "partial" | "failed" | "interrupted";
@@ -168,6 +169,12 @@ export class Store {
       setWalk: p("UPDATE sync_runs SET walk_id = id WHERE id = ?"),
       carryCounters: p(`UPDATE sync_runs SET skus_listed = (SELECT skus_listed FROM sync_runs WHERE id = ?) WHERE id = ?`),
       hasHistory: p("SELECT 1 FROM history WHERE sku_id = ? AND row_key = ?"),
+      countHistory: p("SELECT count(*) AS n FROM history WHERE sku_id = ?"),
+      historyKeys: p("SELECT row_key FROM history WHERE sku_id = ?"),
+      deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ?"),
+      replayRows: p(`SELECT kind, occurred_at AS occurredAt, direction, quantity, observed_quantity AS observedQuantity,
+          location_id AS locationId, row_key AS rowKey FROM history WHERE sku_id = ?
+        ORDER BY occurred_at DESC, coalesce(first_seen_run_id, 0) DESC, rowid ASC`),
       runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, requests_by_status = @byStatus, responses_429 = @r429,
           responses_503 = @r503, retries = @retries, wait_ms = @waitMs WHERE id = @id`),
       setLocationsSeen: p("UPDATE sync_runs SET locations_seen = ? WHERE id = ?"),
@@ -345,6 +352,15 @@ export class Store {
     return Number.isFinite(t) && t > now ? t : null;
   }
   /** Is this history row (by identity) stored for the SKU? */
+  /**
+   * The stored history of a SKU, newest first, as much as a replay needs (history-check.ts).
+   * Ties on occurred_at: a later run's row is newer, and within one fetch the store inserted
+   * rows as the server returned them, newest first (a smaller rowid is newer).
+   */
+  replayRows(skuId: string): Array<ReplayableRow & { rowKey: string }> {
+    return this.s.replayRows.all(skuId) as Array<ReplayableRow & { rowKey: string }>;
+  }
+
   hasHistoryRow(skuId: string, rowKey: string): boolean {
     return this.s.hasHistory.get(skuId, rowKey) !== undefined;
   }
@@ -356,7 +372,13 @@ export class Store {
    * Per-leaf quantities are replaced whole: a leaf the server no longer returns for
    * this SKU is not current any more. History rows are inserted once, by identity.
    */
-  saveSku(run: RunState, skuId: string, detail: DetailResponse, history: HistoryRow[]): { rowsAdded: number; notClean: DetailResponse["locations"] } {
+  saveSku(
+    run: RunState,
+    skuId: string,
+    detail: DetailResponse,
+    history: HistoryRow[],
+    complete = false,
+  ): { rowsAdded: number; rowsRemoved: number; notClean: DetailResponse["locations"] } {
     return this.db.transaction(() => {
       const now = iso();
       this.s.updateSkuFromDetail.run(skuParams(detail.sku, detail.totalQuantity, now));
@@ -378,13 +400,25 @@ export class Store {
       for (const gone of before.keys()) this.s.deleteLocQty.run(skuId, gone);
 
       let rowsAdded = 0;
+      const keys = complete ? new Set<string>() : null;
       for (const r of history) {
+        const rowKey = historyRowKey(r);
+        keys?.add(rowKey);
         rowsAdded += this.s.insertHistory.run({
-          skuId, rowKey: historyRowKey(r), kind: r.kind, occurredAt: r.occurredAt, direction: r.direction, quantity: r.quantity,
+          skuId, rowKey, kind: r.kind, occurredAt: r.occurredAt, direction: r.direction, quantity: r.quantity,
           locationId: r.locationId, locationName: r.locationName, locationCode: r.locationCode, eventId: r.eventId,
           eventTypeCode: r.eventTypeCode, eventTypeName: r.eventTypeName, setSessionId: r.setSessionId,
           setTypeCode: r.setTypeCode, observedQuantity: r.observedQuantity, note: r.note, runId: run.id,
         }).changes;
+      }
+      // A complete walk is the SKU's whole history as the server has it now: a stored row it
+      // no longer returns was rewritten (a SET's delta changes when a late row lands before
+      // it) or withdrawn, and goes. The count tells cheaply whether there is any such row.
+      let rowsRemoved = 0;
+      if (keys && (this.s.countHistory.get(skuId) as { n: number }).n > keys.size) {
+        for (const { row_key } of this.s.historyKeys.all(skuId) as Array<{ row_key: string }>) {
+          if (!keys.has(row_key)) rowsRemoved += this.s.deleteHistoryRow.run(skuId, row_key).changes;
+        }
       }
       for (const loc of notClean) {
         this.journal(run.id, {
@@ -396,7 +430,7 @@ export class Store {
       }
       this.s.skuFetched.run(run.walkId, now, skuId);
       this.s.runSkuDone.run(rowsAdded, run.id);
-      return { rowsAdded, notClean };
+      return { rowsAdded, rowsRemoved, notClean };
     })();
   }
 

@@ -13,7 +13,7 @@ import type { ResolvedConfig } from "../core/config.js";
 import { DEFAULTS } from "../core/defaults.js";
 import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
-import type { HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
+import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, checkDirectory, openDatabase, peekDatabase } from "../store/db.js";
@@ -21,6 +21,7 @@ import { databaseBelongsToAnother, historyRowKey, Store, type JournalEntry, type
 import { saveSnapshot } from "../store/snapshots.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { WorkQueue } from "./queue.js";
+import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
 import { fetchSku, walkList } from "./walker.js";
 import { planFull, planIncremental, reverifyShare, type PlanReason, type Planner } from "./planner.js";
 import type { ProgressSink } from "./progress.js";
@@ -51,6 +52,8 @@ export interface SyncResult {
   skusDeleted: number;
   locations: number;
   historyRowsAdded: number;
+  /** SKUs whose incremental history did not add up to their quantities, so their whole history was walked. */
+  historyDeepWalks: number;
   requests: number;
   requestsByEndpoint: Record<string, number>;
   /** Attempts by HTTP status ("2xx" for successes) or error kind (network, timeout, invalid-response). */
@@ -185,7 +188,7 @@ async function executeRun(
   const incremental = opts.mode === "incremental";
   const planner: Planner = incremental ? planIncremental(run) : planFull(run);
   const deleteAfterMisses = incremental ? 2 : 1;
-  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0 };
+  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0, deepWalks: 0 };
   const reasons: Record<PlanReason | "reverified", number> = { new: 0, changed: 0, repolled: 0, retried: 0, reverified: 0 };
   /** SKUs whose whole history is walked even in an incremental run (rotating re-verification). */
   const fullHistory = new Set<string>();
@@ -285,8 +288,14 @@ async function executeRun(
       const skuId = next.value;
       try {
         const enough = incremental && !fullHistory.has(skuId) ? historyStop(store, skuId, config.sync.historyOverlapRows) : undefined;
-        const f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}) }, signal);
-        const saved = store.saveSku(run, skuId, f.detail, f.history);
+        let f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}) }, signal);
+        if (!f.complete && !historyAddsUp(store, skuId, f.detail, f.history)) {
+          // A row arrived late, deeper than the lookback overlap: walk the whole history.
+          counters.deepWalks++;
+          logger.debug({ skuId }, "history does not add up to the detail's quantities: walking all of it");
+          f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, detail: f.detail }, signal);
+        }
+        const saved = store.saveSku(run, skuId, f.detail, f.history, f.complete);
         counters.fetched++;
         counters.rowsAdded += saved.rowsAdded;
       } catch (err) {
@@ -357,6 +366,7 @@ async function executeRun(
     skusDeleted: counters.deleted,
     locations: counters.locations,
     historyRowsAdded: counters.rowsAdded,
+    historyDeepWalks: counters.deepWalks,
     requests: scheduler.stats.requests,
     requestsByEndpoint: { ...scheduler.stats.byEndpoint },
     requestsByStatus: { ...scheduler.stats.byStatus },
@@ -390,6 +400,17 @@ export function historyStop(store: Store, skuId: string, overlap: number): (rows
     }
     return firstKnownAt !== null && knownAfter > overlap && last !== undefined && last.occurredAt < firstKnownAt;
   };
+}
+
+/**
+ * Do the newest pages just fetched, followed by the older rows already stored, explain the
+ * detail's quantities? The fetched rows come first, in the server's order.
+ */
+function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetched: HistoryRow[]): boolean {
+  const rows: ReplayableRow[] = [...fetched];
+  const fetchedKeys = new Set(fetched.map(historyRowKey));
+  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(r.rowKey)) rows.push(r);
+  return unexplainedLeaves(rows, detail).length === 0;
 }
 
 /** The cadence of incremental runs, measured: time since the previous one started (1 min to 1 day); 5 min when unknown. */

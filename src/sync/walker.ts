@@ -111,6 +111,8 @@ export interface FetchedSku {
   detail: DetailResponse;
   history: HistoryRow[];
   requests: number;
+  /** The history walk reached the oldest row (false: an incremental walk stopped at stored rows). */
+  complete: boolean;
 }
 
 /**
@@ -120,10 +122,10 @@ export interface FetchedSku {
 export async function fetchSku(
   client: ApiClient,
   skuId: string,
-  opts: { historyLimit: number; enough?: (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean },
+  opts: { historyLimit: number; enough?: (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean; detail?: DetailResponse },
   signal: AbortSignal,
 ): Promise<FetchedSku> {
-  const detail = await client.detail(skuId, signal);
+  const detail = opts.detail ?? (await client.detail(skuId, signal));
   if (detail.sku.id.toLowerCase() !== skuId.toLowerCase()) {
     throw new ApiError(`detail (SKU ${skuId}): the response is for SKU ${detail.sku.id}`, { kind: "invalid-response", endpoint: "detail" });
   }
@@ -134,9 +136,9 @@ export async function fetchSku(
       for await (const rows of walkHistory(client, skuId, { limit: opts.historyLimit }, signal)) {
         requests++;
         history.push(...rows);
-        if (opts.enough?.(history, rows)) break;
+        if (opts.enough?.(history, rows)) return { detail, history, requests, complete: false };
       }
-      return { detail, history, requests };
+      return { detail, history, requests, complete: true };
     } catch (err) {
       if (err instanceof HistoryRestart && attempt < MAX_WALK_RESTARTS) continue;
       if (err instanceof HistoryRestart) {
