@@ -230,8 +230,9 @@ export const ENV_HELP = [
 
 export const EXIT_HELP = [
   "Exit codes:",
-  "  0  success",
-  "  1  sync failed, partial or interrupted (what was committed stays consistent; the next run resumes)",
+  "  0  success (also a run that stopped at its own --max-requests budget; its remaining work stays queued)",
+  "  1  sync failed, partial or interrupted (what was committed stays consistent; the next run resumes);",
+  "     another process holds the database's writer lock; reconcile found mismatches",
   "  2  usage or configuration error (nothing was requested)",
   "  3  the key was refused (HTTP 401)",
   "  4  the key's workspace is not the expected one, or the database belongs to another workspace (nothing written)",
