@@ -102,6 +102,15 @@ const GROWTH_PER_S_LATER = 0.02;
 /** Below BETA x best, the gap closes at this share per second. */
 const RECOVERY_PER_S = 0.5;
 const MIN_RATE = 1;
+/**
+ * Added to every wait a server named with Retry-After. We count the wait from when we read
+ * the response; a server counts it from its own clock around the send, which on a loaded
+ * machine can be a few milliseconds later (it stamps after writing, and both clocks tick
+ * in whole milliseconds). Without a margin a request can land 1 ms before the deadline the
+ * server holds us to (seen at 100 req/s against the simulator's ledger). 50 ms costs
+ * 5% of the shortest possible (1 s) pause, and nothing when the wait is our own minimum.
+ */
+const RETRY_AFTER_MARGIN_MS = 50;
 
 export class RequestScheduler {
   readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, rateLimited: 0, unavailable: 0, retries: 0, waitMs: 0 };
@@ -147,9 +156,10 @@ export class RequestScheduler {
     let bounded = 0;
     let rateLimited = 0;
     for (let tries = 1; ; tries++) {
+      // acquire() counts the request as it grants the slot, so the budget check and the count
+      // are one synchronous step: workers resuming in the same turn cannot overspend it.
       await this.acquire(signal, endpoint);
       const sentAt = this.clock.now();
-      this.count(endpoint);
       try {
         const result = await attempt();
         this.countStatus("2xx");
@@ -162,6 +172,9 @@ export class RequestScheduler {
         const now = this.clock.now();
         const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
         const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
+        // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
+        const named = retryAfterMs(raHeader, now, 0);
+        const margin = named !== null && named > 0 ? RETRY_AFTER_MARGIN_MS : 0;
         let waitMs: number;
         let scope: "all" | "one";
         if (action === "fail") {
@@ -195,11 +208,12 @@ export class RequestScheduler {
           scope = action === "pause-all-and-retry-bounded" ? "all" : "one";
         }
         if (waitMs > this.opts.maxWaitMs) {
-          const resumeAfter = now + waitMs;
+          const resumeAfter = now + waitMs + margin;
           const msg = `the server asked to wait ${Math.round(waitMs / 1000)} s, longer than rateLimit.maxWaitSeconds (${Math.round(this.opts.maxWaitMs / 1000)} s); resume after ${new Date(resumeAfter).toISOString()}`;
           this.emit({ type: "failure", endpoint, status: err.status, message: msg, attempts: tries });
           throw new ApiError(`${endpoint}: ${msg}`, { kind: "quota-wall", endpoint, status: err.status, resumeAfter, cause: err });
         }
+        waitMs += margin;
         this.stats.retries++;
         this.emit({ type: "backoff", endpoint, status: err.status, retryAfter: raHeader, waitMs, attempt: tries, scope, message: err.message });
         if (scope === "all") this.pauseUntil(now + waitMs);
@@ -269,6 +283,17 @@ export class RequestScheduler {
   private firstRequestAt: number | null = null;
 
   private async acquire(signal: AbortSignal, endpoint: EndpointName): Promise<void> {
+    try {
+      await this.acquireSlot(signal, endpoint);
+    } catch (err) {
+      // A waiter woken by release() that then fails (budget spent, quota wall, abort) passes the
+      // wake-up on, or the next waiter would wait for a slot that is already free.
+      if (this.inFlight < this.opts.concurrency) this.waiters.shift()?.();
+      throw err;
+    }
+  }
+
+  private async acquireSlot(signal: AbortSignal, endpoint: EndpointName): Promise<void> {
     for (;;) {
       if (signal.aborted) throw signal.reason;
       const now = this.clock.now();
@@ -279,7 +304,7 @@ export class RequestScheduler {
         });
       }
       if (this.pausedUntilMs > now) {
-        if (this.pausedUntilMs - now > this.opts.maxWaitMs) {
+        if (this.pausedUntilMs - now > this.opts.maxWaitMs + RETRY_AFTER_MARGIN_MS) {
           throw new ApiError(`${endpoint}: paused by the server until ${new Date(this.pausedUntilMs).toISOString()}, longer than rateLimit.maxWaitSeconds`, {
             kind: "quota-wall",
             endpoint,
@@ -291,12 +316,18 @@ export class RequestScheduler {
       }
       if (this.inFlight >= this.opts.concurrency) {
         await new Promise<void>((resolve, reject) => {
-          const onAbort = () => reject(signal.reason);
-          signal.addEventListener("abort", onAbort, { once: true });
-          this.waiters.push(() => {
+          const wake = () => {
             signal.removeEventListener("abort", onAbort);
             resolve();
-          });
+          };
+          const onAbort = () => {
+            // Out of the line, so a later release() wakes a waiter that can still use the slot.
+            const i = this.waiters.indexOf(wake);
+            if (i >= 0) this.waiters.splice(i, 1);
+            reject(signal.reason);
+          };
+          signal.addEventListener("abort", onAbort, { once: true });
+          this.waiters.push(wake);
         });
         continue;
       }
@@ -311,6 +342,7 @@ export class RequestScheduler {
         this.nextSlotMs = Math.max(this.nextSlotMs, now - interval) + interval;
       }
       if (this.firstRequestAt === null) this.firstRequestAt = now;
+      this.count(endpoint);
       this.recentSends.push(now);
       if (this.recentSends.length > 4096) this.recentSends.splice(0, 2048);
       this.inFlight++;

@@ -1,0 +1,170 @@
+/**
+ * The request scheduler on a fake clock: no sleeping, no HTTP. Time moves only when every
+ * worker is waiting on the clock, so each assertion is about what the scheduler decided,
+ * not about how fast this machine happens to be.
+ */
+import { describe, expect, it } from "vitest";
+import { ApiError } from "../../src/core/errors.js";
+import { ResponseInfo } from "../../src/client/http.js";
+import { RequestScheduler, type Clock, type SchedulerOptions } from "../../src/scheduler/scheduler.js";
+
+/** A clock whose sleeps resolve in time order when `advance` is called. */
+class FakeClock implements Clock {
+  t = 1_800_000_000_000;
+  private sleepers: Array<{ at: number; resolve: () => void }> = [];
+  now(): number {
+    return this.t;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      this.sleepers.push({ at: this.t + Math.max(0, ms), resolve });
+      signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+    });
+  }
+  /** Let pending promises settle, then jump to the next sleeper's time; false when nobody sleeps. */
+  async step(): Promise<boolean> {
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    if (this.sleepers.length === 0) return false;
+    this.sleepers.sort((a, b) => a.at - b.at);
+    const next = this.sleepers.shift()!;
+    this.t = Math.max(this.t, next.at);
+    next.resolve();
+    return true;
+  }
+}
+
+function scheduler(clock: FakeClock, extra: Partial<SchedulerOptions> = {}): RequestScheduler {
+  return new RequestScheduler({
+    concurrency: 4,
+    requestsPerSecond: null,
+    maxRetries: 3,
+    max429Retries: 50,
+    backoffBaseMs: 100,
+    backoffCapMs: 1_000,
+    minRetryAfterMs: 1_000,
+    maxWaitMs: 60_000,
+    clock,
+    random: () => 0.5,
+    ...extra,
+  });
+}
+
+const http429 = (retryAfter: string | null) =>
+  new ApiError("list: HTTP 429", {
+    kind: "http",
+    endpoint: "list",
+    status: 429,
+    cause: new ResponseInfo(new Headers(retryAfter === null ? {} : { "retry-after": retryAfter })),
+  });
+
+/** Run `n` logical requests at once and drive the fake clock until all settle. */
+async function drive<T>(clock: FakeClock, tasks: Array<Promise<T>>): Promise<Array<PromiseSettledResult<T>>> {
+  let settled = false;
+  const all = Promise.allSettled(tasks).then((r) => {
+    settled = true;
+    return r;
+  });
+  while (!settled) {
+    if (!(await clock.step())) await Promise.resolve();
+  }
+  return all;
+}
+
+describe("request scheduler", () => {
+  it("never spends more than the request budget, even with many workers resuming together", async () => {
+    const clock = new FakeClock();
+    const s = scheduler(clock, { concurrency: 8, maxRequests: 40 });
+    let attempts = 0;
+    const signal = new AbortController().signal;
+    const tasks = Array.from({ length: 100 }, () =>
+      s.run(
+        "detail",
+        async () => {
+          attempts++;
+          await clock.sleep(10);
+          return 1;
+        },
+        signal,
+      ),
+    );
+    const results = await drive(clock, tasks);
+    expect(attempts).toBe(40);
+    expect(s.stats.requests).toBe(40);
+    expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(40);
+    const rejected = results.filter((r): r is PromiseRejectedResult => r.status === "rejected");
+    expect(rejected).toHaveLength(60);
+    for (const r of rejected) expect((r.reason as ApiError).kind).toBe("budget");
+  });
+
+  it("a 429 pauses every worker until its Retry-After has elapsed", async () => {
+    const clock = new FakeClock();
+    const s = scheduler(clock, { adaptive: false });
+    const signal = new AbortController().signal;
+    const sends: number[] = [];
+    let first = true;
+    const start = clock.t;
+    const tasks = Array.from({ length: 4 }, (_, i) =>
+      s.run(
+        "detail",
+        async () => {
+          sends.push(clock.t - start);
+          if (i === 0 && first) {
+            first = false;
+            throw http429("2");
+          }
+          await clock.sleep(5);
+          return i;
+        },
+        signal,
+      ),
+    );
+    // The other three are in flight when the 429 arrives; send more after it.
+    await Promise.resolve();
+    const later = Array.from({ length: 3 }, () =>
+      s.run(
+        "detail",
+        async () => {
+          sends.push(clock.t - start);
+          return 0;
+        },
+        signal,
+      ),
+    );
+    const results = await drive(clock, [...tasks, ...later]);
+    expect(results.every((r) => r.status === "fulfilled")).toBe(true);
+    // Four sent at once (one got the 429); everything after waited the 2 s the server named.
+    expect(sends.slice(0, 4)).toEqual([0, 0, 0, 0]);
+    for (const t of sends.slice(4)) expect(t).toBeGreaterThanOrEqual(2_000);
+    expect(s.stats.rateLimited).toBe(1);
+    expect(s.stats.waitMs).toBeGreaterThanOrEqual(2_000);
+  });
+
+  it("Retry-After: 0 still waits the minimum, and a Retry-After beyond maxWaitSeconds ends with a quota wall", async () => {
+    const clock = new FakeClock();
+    const s = scheduler(clock, { adaptive: false, maxWaitMs: 10_000 });
+    const signal = new AbortController().signal;
+    const start = clock.t;
+    const sends: number[] = [];
+    let n = 0;
+    const zero = s.run(
+      "list",
+      async () => {
+        sends.push(clock.t - start);
+        if (n++ === 0) throw http429("0");
+        return "ok";
+      },
+      signal,
+    );
+    const [r] = await drive(clock, [zero]);
+    expect(r!.status).toBe("fulfilled");
+    expect(sends[1]! - sends[0]!).toBeGreaterThanOrEqual(1_000);
+
+    const wall = s.run("list", async () => Promise.reject(http429("120")), signal);
+    const [w] = await drive(clock, [wall]);
+    expect(w!.status).toBe("rejected");
+    const err = (w as PromiseRejectedResult).reason as ApiError;
+    expect(err.kind).toBe("quota-wall");
+    expect(err.resumeAfter).toBeGreaterThanOrEqual(clock.t + 119_000);
+  });
+});
