@@ -44,6 +44,7 @@ export const ConfigFile = z.strictObject({
   retry: z
     .strictObject({
       maxRetries: z.number().int().min(0).max(100).optional(),
+      max429Retries: z.number().int().min(0).max(10_000).optional(),
       backoffBaseMs: positiveInt.optional(),
       backoffCapMs: positiveInt.optional(),
       minRetryAfterMs: positiveInt.optional(),
@@ -157,7 +158,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     },
     retry: {
       maxRetries: file.retry?.maxRetries ?? DEFAULTS.maxRetries,
-      max429Retries: DEFAULTS.max429Retries,
+      max429Retries: file.retry?.max429Retries ?? DEFAULTS.max429Retries,
       backoffBaseMs: file.retry?.backoffBaseMs ?? DEFAULTS.backoffBaseMs,
       backoffCapMs: file.retry?.backoffCapMs ?? DEFAULTS.backoffCapMs,
       minRetryAfterMs: file.retry?.minRetryAfterMs ?? DEFAULTS.minRetryAfterMs,

@@ -101,9 +101,10 @@ describe("quota and retries", () => {
   it("a Retry-After longer than rateLimit.maxWaitSeconds ends the run partial with 'resume after', and the next run resumes after it", async () => {
     const config = writeConfig({ rateLimit: { maxWaitSeconds: 1 } });
     const db = join(dir, "wall.db");
-    const first = await syncWith([{ kind: "429", after: 30, count: 1, retryAfter: "seconds:3" }], { db, config });
+    // 8 s: long enough that the "straight away" run below starts inside the wall even on a loaded machine.
+    const first = await syncWith([{ kind: "429", after: 30, count: 1, retryAfter: "seconds:8" }], { db, config });
     expect(first.code).toBe(1);
-    expect(first.stderr).toMatch(/asked to wait 3 s.*resume after/);
+    expect(first.stderr).toMatch(/asked to wait 8 s.*resume after/);
     const run = lastRun(db);
     expect(run.status).toBe("partial");
     expect(run.resume_after).not.toBeNull();
@@ -115,7 +116,9 @@ describe("quota and retries", () => {
     expect(early.code).toBe(1);
     expect(early.stats.requests).toBe(0);
 
-    await new Promise((r) => setTimeout(r, 3_200));
+    const resumeAt = typeof run.resume_after === "number" ? run.resume_after : Date.parse(String(run.resume_after));
+    expect(Number.isFinite(resumeAt)).toBe(true);
+    await new Promise((r) => setTimeout(r, Math.max(0, resumeAt - Date.now()) + 200));
     const later = await syncWith([], { db, config });
     expect(later.code).toBe(0);
     expect(lastRun(db).status).toBe("succeeded");
@@ -126,9 +129,11 @@ describe("quota and retries", () => {
 
   it("after thousands of 429s the process has held no more sockets than its pool", async () => {
     // Adaptation off and a 1 ms minimum wait: this test is about sockets, so it wants many 429s fast.
-    const config = writeConfig({ rateLimit: { adaptive: false }, retry: { minRetryAfterMs: 1, backoffBaseMs: 1, backoffCapMs: 2, maxRetries: 4 } });
+    // At 85% 429s, 50 in a row for one request (the default retry.max429Retries) happens about once
+    // in 3,400 requests, so the bound is raised: this test is about sockets, not the retry bound.
+    const config = writeConfig({ rateLimit: { adaptive: false }, retry: { minRetryAfterMs: 1, backoffBaseMs: 1, backoffCapMs: 2, maxRetries: 4, max429Retries: 500 } });
     const r = await syncWith([{ kind: "429", probability: 0.85, retryAfter: "raw:0" }], { config, args: ["--concurrency", "4"] });
-    expect(r.code).toBe(0);
+    expect(r.code, r.stderr).toBe(0);
     expect(r.stats.byStatus["429"]).toBeGreaterThan(1000);
     expect(r.stats.peakConnections).toBeLessThanOrEqual(4);
     expect(diffAgainstTruth(r.db, sim.groundTruth())).toEqual([]);
