@@ -191,3 +191,19 @@ export function uuidDeriver(seed: number, label: string): (a: number, b: number)
   };
   return (a, b) => formatUuid(one(0x9e3779b9, a, b), one(0x7f4a7c15, a, b), one(0x94d049bb, a, b), one(0xbf58476d, a, b));
 }
+
+/**
+ * mulberry32: a tiny seeded generator of floats in [0, 1), for callers outside the
+ * simulator's data (tests' kill points, the bench's synthetic rows) that want one
+ * reproducible stream and none of the stream-per-purpose machinery above.
+ */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
