@@ -1,11 +1,18 @@
 /**
- * One GET against the API: global fetch with an undici Agent as dispatcher
- * (connection pool + connect/headers/body timeouts), the body read under a size
- * cap, and every body either read or cancelled so no socket is ever held by an
- * unread response.
+ * One GET against the API: undici's Agent (connection pool with keep-alive,
+ * connect/headers/body timeouts) plus a whole-response deadline, the body read
+ * under a size cap, and every body either read or discarded so no socket is ever
+ * held by an unread response.
  *
- * Why global fetch and not undici.request: msw (the client's unit tests)
- * intercepts globalThis.fetch, and `dispatcher` still gives us undici's pool.
+ * Two transports, one behaviour. Normally the request goes straight to the pool
+ * (`dispatcher.request`). When something has replaced globalThis.fetch since this
+ * module was loaded (msw in the client's unit tests, an instrumentation agent), the
+ * request goes through that fetch instead, with the same pool as its dispatcher, so
+ * the interceptor sees every request. The direct path exists because Node's fetch
+ * costs about twice the CPU per request (WHATWG Request/Response/streams around the
+ * same pool) and, worse, its per-request objects survive young-generation GCs: at a
+ * few hundred requests per second they are promoted by megabytes and the heap of a
+ * long sync grew to several times its live size (BENCHMARKS.md, "what the profile showed").
  */
 import { Agent } from "undici";
 import type { EndpointName } from "../core/defaults.js";
@@ -20,9 +27,14 @@ export interface HttpOptions {
   connections: number;
 }
 
+/** What is read from a response's headers (fetch's Headers and undici's header object both give it). */
+export interface HeaderReader {
+  get(name: string): string | null;
+}
+
 export interface RawResponse {
   status: number;
-  headers: Headers;
+  headers: HeaderReader;
   /** Parsed JSON for 2xx responses. */
   body: unknown;
   bytes: number;
@@ -36,6 +48,19 @@ export function createDispatcher(opts: HttpOptions): Agent {
     bodyTimeout: opts.responseTimeoutMs,
     keepAliveTimeout: 10_000,
   });
+}
+
+/** The fetch this process had when the client was loaded: while it is still in place, nothing intercepts fetch. */
+const platformFetch = globalThis.fetch;
+
+/** One response, as either transport delivers it. */
+interface Received {
+  status: number;
+  headers: HeaderReader;
+  /** The whole body, or null (and the body released) once it grows past `cap` bytes; rejects if the connection fails mid-body. */
+  readAll(cap: number): Promise<{ chunks: Uint8Array[]; total: number } | null>;
+  /** Release a body that will not be read, without waiting. */
+  discard(): void;
 }
 
 /**
@@ -52,26 +77,152 @@ export async function getJson(
   dispatcher: Agent,
   signal: AbortSignal,
 ): Promise<RawResponse> {
-  const timeout = AbortSignal.timeout(opts.responseTimeoutMs);
-  const combined = AbortSignal.any([signal, timeout]);
-  let res: Response;
+  // One controller per request, aborted by the caller's signal or by the whole-response timer,
+  // and both released when the request ends. (AbortSignal.timeout + AbortSignal.any would keep a
+  // timer alive for the whole timeout and register a dependant on the run's long-lived signal
+  // per request.)
+  const deadline = new RequestDeadline(signal, opts.responseTimeoutMs);
   try {
-    res = await fetch(url, {
-      method: "GET",
-      headers: { Accept: "application/json", Authorization: `Bearer ${key.reveal()}` },
-      // The key must never follow a redirect to another origin; we follow none at all.
-      redirect: "manual",
-      signal: combined,
-      // @ts-expect-error -- `dispatcher` is undici's extension of RequestInit, honoured by Node's fetch.
-      dispatcher,
-    });
-  } catch (err) {
-    throw transportError(err, endpoint, signal, timeout, opts);
+    let res: Received;
+    try {
+      res =
+        globalThis.fetch === platformFetch
+          ? await viaDispatcher(url, key, dispatcher, deadline.signal)
+          : await viaFetch(url, key, dispatcher, deadline.signal);
+    } catch (err) {
+      throw transportError(err, endpoint, signal, deadline, opts);
+    }
+    return await interpret(res, endpoint, opts, signal, deadline);
+  } finally {
+    deadline.release();
   }
+}
 
+/**
+ * Deadlines in flight per caller signal. One listener on the caller's (long-lived) signal
+ * aborts them all, instead of one listener added and removed per request.
+ */
+const inFlight = new WeakMap<AbortSignal, Set<RequestDeadline>>();
+
+/** The caller's signal and a whole-response deadline as one abort signal, released at the end of the request. */
+class RequestDeadline {
+  private readonly ac = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  /** True once the deadline (not the caller) aborted the request. */
+  aborted = false;
+  constructor(private readonly outer: AbortSignal, ms: number) {
+    if (outer.aborted) this.ac.abort(outer.reason);
+    else {
+      let set = inFlight.get(outer);
+      if (!set) {
+        const deadlines = new Set<RequestDeadline>();
+        inFlight.set(outer, (set = deadlines));
+        outer.addEventListener("abort", () => {
+          for (const d of deadlines) d.ac.abort(outer.reason);
+        }, { once: true });
+      }
+      set.add(this);
+    }
+    this.timer = setTimeout(() => {
+      this.aborted = true;
+      this.ac.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError"));
+    }, ms);
+  }
+  get signal(): AbortSignal {
+    return this.ac.signal;
+  }
+  release(): void {
+    clearTimeout(this.timer);
+    inFlight.get(this.outer)?.delete(this);
+  }
+}
+
+const requestHeaders = (key: Secret) => ({ accept: "application/json", authorization: `Bearer ${key.reveal()}` });
+
+/** Straight to the pool. undici's request follows no redirect (no redirect interceptor is installed). */
+async function viaDispatcher(url: URL, key: Secret, dispatcher: Agent, signal: AbortSignal): Promise<Received> {
+  const res = await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: "GET", headers: requestHeaders(key), signal });
+  const h = res.headers;
+  return {
+    status: res.statusCode,
+    headers: {
+      get: (name) => {
+        const v = h[name.toLowerCase()];
+        return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
+      },
+    },
+    readAll: (cap) =>
+      new Promise((resolve, reject) => {
+        // Plain stream events: cheaper per response than an async iterator over the body.
+        const chunks: Uint8Array[] = [];
+        let total = 0;
+        const body = res.body;
+        body.on("data", (c: Buffer) => {
+          total += c.byteLength;
+          if (total > cap) {
+            body.destroy();
+            resolve(null);
+          } else chunks.push(c);
+        });
+        body.once("end", () => resolve({ chunks, total }));
+        body.on("error", (err) => (total > cap ? undefined : reject(err)));
+      }),
+    // undici reports the destroyed request as an 'error' on the body: nobody is reading it any more.
+    discard: () => void res.body.on("error", () => {}).destroy(),
+  };
+}
+
+/** Through the fetch someone installed, with our pool as its dispatcher. */
+async function viaFetch(url: URL, key: Secret, dispatcher: Agent, signal: AbortSignal): Promise<Received> {
+  const res = await fetch(url, {
+    method: "GET",
+    headers: requestHeaders(key),
+    // The key must never follow a redirect to another origin; we follow none at all.
+    redirect: "manual",
+    signal,
+    // @ts-expect-error -- `dispatcher` is undici's extension of RequestInit, honoured by Node's fetch.
+    dispatcher,
+  });
+  return {
+    status: res.status,
+    headers: res.headers,
+    readAll: async (cap) => {
+      const chunks: Uint8Array[] = [];
+      let total = 0;
+      for await (const c of streamChunks(res.body)) {
+        total += c.byteLength;
+        if (total > cap) return null; // leaving the loop cancels the stream
+        chunks.push(c);
+      }
+      return { chunks, total };
+    },
+    // Not awaited: cancel() starts the release at once, and some streams (msw's) never settle the promise.
+    discard: () => void res.body?.cancel().catch(() => {}),
+  };
+}
+
+async function* streamChunks(body: ReadableStream<Uint8Array> | null): AsyncGenerator<Uint8Array> {
+  if (!body) return;
+  const reader = body.getReader();
+  let done = false;
+  try {
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) {
+        done = true;
+        return;
+      }
+      yield r.value;
+    }
+  } finally {
+    if (!done) reader.cancel().catch(() => {});
+  }
+}
+
+async function interpret(res: Received, endpoint: EndpointName, opts: HttpOptions, signal: AbortSignal, deadline: RequestDeadline): Promise<RawResponse> {
   const contentType = res.headers.get("content-type") ?? "";
   if (res.status >= 300 && res.status < 400) {
-    cancel(res);
+    res.discard();
     throw new ApiError(
       `${endpoint}: the server answered ${res.status} redirect; redirects are not followed so the key stays with the configured base URL. Check --base-url.`,
       { kind: "http", endpoint, status: res.status },
@@ -84,7 +235,7 @@ export async function getJson(
     ({ text, bytes } = await readCapped(res, opts.maxResponseBytes, endpoint));
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw transportError(err, endpoint, signal, timeout, opts);
+    throw transportError(err, endpoint, signal, deadline, opts);
   }
 
   if (res.status < 200 || res.status >= 300) {
@@ -177,50 +328,35 @@ export class ResponseInfo extends Error {
  * the value is server text that ends up in logs and the journal, and a server or proxy that
  * echoes the request's Authorization header there must not put the key into either.
  */
-function retryHeaders(headers: Headers): Headers {
+function retryHeaders(headers: HeaderReader): Headers {
   const out = new Headers();
   const ra = headers.get("retry-after");
   if (ra !== null) out.set("retry-after", safeText(ra, 100));
   return out;
 }
 
-/**
- * Release an unread body. Not awaited: cancel() starts the release at once, and some
- * streams (msw's) never settle the promise.
- */
-function cancel(res: Response): void {
-  res.body?.cancel().catch(() => {});
-}
-
-async function readCapped(res: Response, cap: number, endpoint: EndpointName): Promise<{ text: string; bytes: number }> {
+async function readCapped(res: Received, cap: number, endpoint: EndpointName): Promise<{ text: string; bytes: number }> {
   const declared = Number(res.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > cap) {
-    cancel(res);
+    res.discard();
     throw new ApiError(`${endpoint}: response of ${declared} bytes exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
       kind: "invalid-response",
       endpoint,
       status: res.status,
     });
   }
-  if (!res.body) return { text: "", bytes: 0 };
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > cap) {
-      reader.cancel().catch(() => {});
-      throw new ApiError(`${endpoint}: response exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
-        kind: "invalid-response",
-        endpoint,
-        status: res.status,
-      });
-    }
-    chunks.push(value);
+  const all = await res.readAll(cap);
+  if (all === null) {
+    res.discard();
+    throw new ApiError(`${endpoint}: response exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
+      kind: "invalid-response",
+      endpoint,
+      status: res.status,
+    });
   }
-  return { text: Buffer.concat(chunks, total).toString("utf8"), bytes: total };
+  const { chunks, total } = all;
+  const buf = chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength) : Buffer.concat(chunks, total);
+  return { text: buf.toString("utf8"), bytes: total };
 }
 
 /**
@@ -247,7 +383,7 @@ function statusHint(status: number): string {
   return "";
 }
 
-function transportError(err: unknown, endpoint: EndpointName, signal: AbortSignal, timeout: AbortSignal, opts: HttpOptions): ApiError {
+function transportError(err: unknown, endpoint: EndpointName, signal: AbortSignal, timeout: { aborted: boolean }, opts: HttpOptions): ApiError {
   if (signal.aborted) {
     return new ApiError(`${endpoint}: request aborted`, { kind: "network", endpoint, cause: signal.reason });
   }

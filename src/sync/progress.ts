@@ -35,6 +35,9 @@ class Tracker {
   record(p: ProgressUpdate): void {
     this.last = p;
     const now = Date.now();
+    // One sample per 100 ms is plenty for a 10 s window (an update comes with every SKU).
+    const newest = this.samples[this.samples.length - 1];
+    if (newest && now - newest[0] < 100) return;
     this.samples.push([now, p.requests]);
     while (this.samples.length > 2 && now - this.samples[0]![0] > 10_000) this.samples.shift();
   }

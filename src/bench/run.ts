@@ -1,0 +1,395 @@
+/**
+ * `npm run bench`: how close a sync runs to the limits a metered API sets, and the memory it
+ * needs. Every figure comes from real processes on 127.0.0.1: the simulator in its own
+ * process, the real CLI (`node bin/inventory-mirror.js sync ...`) in another, measured from
+ * the outside (proc.ts). Writes bench/results.json and prints a table. BENCHMARKS.md
+ * explains the method and the latest figures.
+ *
+ *   npm run bench                          all five scenarios
+ *   npm run bench -- --only 3,5            some of them
+ *   npm run bench -- --reps 1              one run where the default repeats (a quick look)
+ *   npm run bench -- --profile             also one profiled 20,000-SKU sync (node --cpu-prof,
+ *                                          into bench/profiles/), summarised in the results
+ *
+ * Scenarios (numbers as in issue 6):
+ * 1 quota efficiency: full sync of 2,000 SKUs, simulator quota 100 requests/s.
+ *   wall ÷ (accepted requests ÷ 100/s); 429s as a share of all requests.
+ * 2 call economy: incremental sync of 20,000 SKUs after 1% churn (the simulator's churn
+ *   endpoint, seeded): requests ÷ (list pages + detail and history pages of the changed SKUs).
+ * 3 raw throughput: full sync of 20,000 SKUs, no quota: SKUs/s, requests/s and CPU per
+ *   request, against the naive baseline (naive.ts) run in the same bench run.
+ * 4 write path: 1,000,000 history rows through the store alone (write-path.ts).
+ * 5 memory: peak RSS of the sync process, 20,000 SKUs (the runs of scenario 3) and 100,000.
+ */
+import { execFileSync } from "node:child_process";
+import { cpus, freemem, release, totalmem } from "node:os";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import Database from "better-sqlite3";
+import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
+import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
+
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const OUT_DIR = join(ROOT, "bench");
+
+const { values } = parseArgs({ options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" } } });
+const only = new Set((values.only ?? "1,2,3,4,5").split(",").map((s) => Number(s.trim())));
+const repsOverride = values.reps ? Number(values.reps) : null;
+const reps = (n: number) => repsOverride ?? n;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const round = (x: number, d = 2) => Math.round(x * 10 ** d) / 10 ** d;
+const log = (msg: string) => process.stderr.write(`[bench ${((Date.now() - started) / 1000).toFixed(0).padStart(3)} s] ${msg}\n`);
+
+const started = Date.now();
+const work = mkdtempSync(join(tmpdir(), "im-bench-"));
+const sims: Simulator[] = [];
+const results: Record<string, unknown> = {};
+
+function gitHead(): string | null {
+  try {
+    const head = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    const dirty = execFileSync("git", ["status", "--porcelain", "--untracked-files=no"], { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+    return dirty ? `${head} + uncommitted changes` : head;
+  } catch {
+    return null;
+  }
+}
+
+function machine() {
+  const cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
+  return {
+    nproc: cpus().length,
+    cpuModel: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1] ?? cpus()[0]?.model ?? "unknown",
+    node: process.version,
+    kernel: release(),
+    memTotalMb: Math.round(totalmem() / 1048576),
+    memFreeMbAtStart: Math.round(freemem() / 1048576),
+    loadAverageAtStart: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
+  };
+}
+
+/** Rows of each SKU's history in a mirror database. */
+function historyRowsOf(dbPath: string, ids: string[]): Map<string, number> {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    const q = db.prepare("SELECT count(*) AS n FROM history WHERE sku_id = ?");
+    return new Map(ids.map((id) => [id, (q.get(id) as { n: number }).n]));
+  } finally {
+    db.close();
+  }
+}
+function dbQuery<T>(dbPath: string, sql: string, ...params: unknown[]): T[] {
+  const db = new Database(dbPath, { readonly: true });
+  try {
+    return db.prepare(sql).all(...params) as T[];
+  } finally {
+    db.close();
+  }
+}
+
+interface SimStats {
+  requests: number;
+  rateLimited: number;
+  byEndpoint: Record<string, number>;
+}
+const resetStats = (sim: Simulator) => sim.admin("/stats/reset", "POST");
+const stats = (sim: Simulator) => sim.admin<SimStats>("/stats");
+
+// ------------------------------------------------------------------ 1 quota efficiency
+
+async function quotaEfficiency() {
+  const QUOTA = 100;
+  const sim = await startSimulator({ cli: true, skus: 2_000, seed: 101, quotaRps: QUOTA });
+  sims.push(sim);
+  const runs = [];
+  for (let i = 0; i < reps(3); i++) {
+    // A fresh bucket for every run (a full burst, as after a pause), and fresh counters.
+    await sim.admin("/quota", "POST", { requestsPerSecond: QUOTA });
+    await resetStats(sim);
+    const m = await syncCli(sim.baseUrl, join(work, `quota-${i}.db`), ["--full"]);
+    const s = await stats(sim);
+    const accepted = s.requests - s.rateLimited;
+    const ideal = (accepted / QUOTA) * 1000;
+    runs.push({
+      wallMs: round(m.wallMs, 0),
+      syncDurationMs: m.result.durationMs,
+      requests: s.requests,
+      accepted,
+      rateLimited: s.rateLimited,
+      idealMs: round(ideal, 0),
+      ratio: round(m.wallMs / ideal, 3),
+      ratioSyncDuration: round(m.result.durationMs / ideal, 3),
+      share429: round(s.rateLimited / s.requests, 4),
+    });
+    log(`1 quota: run ${i + 1}: ${accepted} accepted requests (+${s.rateLimited} × 429) in ${(m.wallMs / 1000).toFixed(1)} s → ratio ${(m.wallMs / ideal).toFixed(3)}`);
+  }
+  await sim.stop();
+  results.quota = {
+    setup: { skus: 2_000, quotaRequestsPerSecond: QUOTA, burst: QUOTA, flags: "sync --full (defaults: concurrency 4, adaptive rate)" },
+    runs,
+    median: { ratio: median(runs.map((r) => r.ratio)), share429: median(runs.map((r) => r.share429)), wallMs: median(runs.map((r) => r.wallMs)) },
+    target: { ratio: 1.1, share429: 0.02 },
+  };
+}
+
+// ------------------------------------------------------------------ 3 throughput, 5 (20k), 2 call economy
+
+async function throughputAndEconomy() {
+  const N = 20_000;
+  const sim = await startSimulator({ cli: false, skus: N, seed: 202 });
+  sims.push(sim);
+  let lastDb = "";
+  let profile: ProfileSummary | null = null;
+
+  if (only.has(3) || only.has(5) || only.has(2)) {
+    const runs = [];
+    const n = only.has(3) || only.has(5) ? reps(3) : 1;
+    for (let i = 0; i < n; i++) {
+      lastDb = join(work, `full-${i}.db`);
+      await resetStats(sim);
+      const m = await syncCli(sim.baseUrl, lastDb, ["--full"]);
+      const s = await stats(sim);
+      runs.push({
+        wallMs: round(m.wallMs, 0),
+        cpuMs: round(m.cpuMs, 0),
+        peakRssMb: round(m.peakRssKb / 1024, 1),
+        skus: m.result.skusFetched,
+        requests: s.requests,
+        historyRows: m.result.historyRowsAdded,
+        skusPerS: round((m.result.skusFetched * 1000) / m.wallMs, 1),
+        requestsPerS: round((s.requests * 1000) / m.wallMs, 1),
+        cpuUsPerRequest: round((m.cpuMs * 1000) / s.requests, 0),
+        cpuShareOfWall: round(m.cpuMs / m.wallMs, 3),
+        hwmTimelineMb: m.hwmTimelineMb,
+      });
+      log(`3 throughput: run ${i + 1}: ${m.result.skusFetched} SKUs, ${s.requests} requests in ${(m.wallMs / 1000).toFixed(1)} s, CPU ${(m.cpuMs / 1000).toFixed(1)} s, peak RSS ${(m.peakRssKb / 1024).toFixed(0)} MB`);
+    }
+    const naive = [];
+    if (only.has(3)) {
+      for (const wal of [false, true]) {
+        await resetStats(sim);
+        const m = await measure([NAIVE, "--db", join(work, `naive-${wal ? "wal" : "default"}.db`), "--seconds", "15", ...(wal ? ["--wal"] : [])], childEnv({ INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_API_KEY: KEY }));
+        if (m.code !== 0) throw new Error(`naive baseline failed: ${m.stderr}`);
+        const r = JSON.parse(m.stdout.trim()) as { skus: number; requests: number; rows: number; elapsedMs: number; journal: string };
+        naive.push({
+          journal: r.journal,
+          skus: r.skus,
+          requests: r.requests,
+          rows: r.rows,
+          elapsedMs: round(r.elapsedMs, 0),
+          cpuMs: round(m.cpuMs, 0),
+          skusPerS: round((r.skus * 1000) / r.elapsedMs, 1),
+          requestsPerS: round((r.requests * 1000) / r.elapsedMs, 1),
+          cpuUsPerRequest: round((m.cpuMs * 1000) / r.requests, 0),
+        });
+        log(`3 naive (${r.journal}): ${r.skus} SKUs, ${r.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`);
+      }
+    }
+    if (values.profile) {
+      const dir = join(OUT_DIR, "profiles");
+      mkdirSync(dir, { recursive: true });
+      const before = new Set(readdirSync(dir));
+      await syncCli(sim.baseUrl, join(work, "profiled.db"), ["--full"], ["--cpu-prof", "--cpu-prof-dir", dir]);
+      const file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith(".cpuprofile"));
+      if (file) {
+        profile = summarise(join(dir, file));
+        log(`profile of a 20,000-SKU full sync (bench/profiles/${file}):\n${formatSummary(profile)}`);
+      }
+    }
+    const skusPerS = median(runs.map((r) => r.skusPerS));
+    results.throughput = {
+      setup: { skus: N, quota: "none", flags: "sync --full (defaults: concurrency 4)" },
+      runs,
+      median: {
+        skusPerS,
+        requestsPerS: median(runs.map((r) => r.requestsPerS)),
+        cpuUsPerRequest: median(runs.map((r) => r.cpuUsPerRequest)),
+        wallMs: median(runs.map((r) => r.wallMs)),
+        cpuShareOfWall: median(runs.map((r) => r.cpuShareOfWall)),
+      },
+      naive,
+      ratioVsNaive: naive[0] ? round(skusPerS / naive[0].skusPerS, 1) : null,
+      ratioVsNaiveWal: naive[1] ? round(skusPerS / naive[1].skusPerS, 1) : null,
+      target: { ratioVsNaive: 10 },
+      ...(profile ? { profile } : {}),
+    };
+    results.memory20k = { runs: runs.map((r) => r.peakRssMb), medianPeakRssMb: median(runs.map((r) => r.peakRssMb)) };
+  }
+
+  if (only.has(2)) {
+    const walkOf = (db: string) => dbQuery<{ walk_id: number; id: number }>(db, "SELECT id, walk_id FROM sync_runs ORDER BY id DESC LIMIT 1")[0]!;
+    const notCleanSkus = (db: string) => new Set(dbQuery<{ sku_id: string }>(db, "SELECT DISTINCT sku_id FROM sku_location_quantities WHERE freshness_status IS NOT 'clean'").map((r) => r.sku_id));
+    const fetchedIn = (db: string, walk: number) => dbQuery<{ sku_id: string }>(db, "SELECT sku_id FROM sku_sync WHERE fetched_walk_id = ?", walk).map((r) => r.sku_id);
+    const pagesOf = (rows: number) => 1 + Math.max(1, Math.ceil(rows / 100));
+
+    // The simulator's workspace as generated: ~3% of projections lag and never settle by themselves,
+    // so every SKU holding one is re-polled each cycle. Measured once, on an unchanged workspace.
+    await resetStats(sim);
+    const unsettledBefore = notCleanSkus(lastDb);
+    const u = await syncCli(sim.baseUrl, lastDb, []);
+    const us = await stats(sim);
+    const unsettled = { requests: us.requests, byEndpoint: us.byEndpoint, plan: u.result.plan, skusNotCleanBefore: unsettledBefore.size };
+    log(`2 economy: unchanged, unsettled workspace: ${us.requests} requests (re-polled ${u.result.plan.repolled}, re-verified ${u.result.plan.reverified})`);
+
+    // Settle it (as test/e2e/incremental-scale.test.ts does) and let one cycle catch up.
+    const settled = await sim.settle();
+    const c = await syncCli(sim.baseUrl, lastDb, []);
+    log(`2 economy: settled ${settled} projections; catch-up cycle: ${c.result.requests} requests`);
+
+    const runs = [];
+    for (let i = 0; i < reps(3); i++) {
+      const churn = await sim.admin<{ changedSkuIds: string[]; removed: string[]; added: string[]; picked: number }>(`/churn?fraction=0.01&seed=${900 + i}`, "POST");
+      const notCleanBefore = notCleanSkus(lastDb);
+      await resetStats(sim);
+      const m = await syncCli(sim.baseUrl, lastDb, []);
+      const s = await stats(sim);
+      const run = walkOf(lastDb);
+      const fetched = fetchedIn(lastDb, run.walk_id);
+      const changedSet = new Set(churn.changedSkuIds);
+      const changed = fetched.filter((id) => changedSet.has(id));
+      const rest = fetched.filter((id) => !changedSet.has(id));
+      const repolled = rest.filter((id) => notCleanBefore.has(id));
+      const rotated = rest.filter((id) => !notCleanBefore.has(id));
+      const rows = historyRowsOf(lastDb, fetched);
+      const listed = m.result.skusListed;
+      const listPages = Math.ceil(listed / 100);
+      const changedPages = changed.reduce((a, id) => a + pagesOf(rows.get(id) ?? 0), 0);
+      // The limit: every list page, and for each changed SKU its detail and the history pages that
+      // hold its rows. (With 1% churn no SKU gains 100 rows, so one page would do: the stricter
+      // limitOnePage is reported beside it.)
+      const limit = listPages + changedPages;
+      const limitOnePage = listPages + 2 * changed.length;
+      const reverifyRequests = rotated.reduce((a, id) => a + pagesOf(rows.get(id) ?? 0), 0);
+      const repollRequests = repolled.reduce((a, id) => a + pagesOf(rows.get(id) ?? 0), 0);
+      runs.push({
+        churn: { picked: churn.picked, changed: churn.changedSkuIds.length, removed: churn.removed.length, added: churn.added.length },
+        requests: s.requests,
+        byEndpoint: s.byEndpoint,
+        listPages,
+        changedFetched: changed.length,
+        changedPages,
+        limit,
+        limitOnePage,
+        reverified: rotated.length,
+        reverifyRequests,
+        repolled: repolled.length,
+        repollRequests,
+        plan: m.result.plan,
+        ratio: round((s.requests - reverifyRequests) / limit, 3),
+        ratioOnePage: round((s.requests - reverifyRequests) / limitOnePage, 3),
+        ratioIncludingReverification: round(s.requests / limit, 3),
+        wallMs: round(m.wallMs, 0),
+      });
+      log(`2 economy: run ${i + 1}: ${s.requests} requests; limit ${limit} (${listPages} list pages + ${changedPages} for ${changed.length} changed SKUs); re-verification ${reverifyRequests} (${rotated.length} SKUs), re-poll ${repollRequests} (${repolled.length} SKUs) → ratio ${((s.requests - reverifyRequests) / limit).toFixed(3)}`);
+    }
+    results.economy = {
+      setup: { skus: N, churn: "1% per cycle via POST /_sim/churn (seeded)", workspace: "settled before the first measured cycle" },
+      unsettledUnchanged: unsettled,
+      catchUpAfterSettle: { settledProjections: settled, requests: c.result.requests, plan: c.result.plan },
+      runs,
+      median: {
+        ratio: median(runs.map((r) => r.ratio)),
+        ratioOnePage: median(runs.map((r) => r.ratioOnePage)),
+        ratioIncludingReverification: median(runs.map((r) => r.ratioIncludingReverification)),
+      },
+      target: { ratio: 1.15 },
+    };
+  }
+  await sim.stop();
+}
+
+// ------------------------------------------------------------------ 4 write path
+
+async function writePath() {
+  const runs = [];
+  for (let i = 0; i < reps(1); i++) {
+    const m = await measure([WRITE_PATH, "--rows", "1000000"], childEnv());
+    if (m.code !== 0) throw new Error(`write path failed: ${m.stderr}`);
+    const r = JSON.parse(m.stdout.trim()) as Record<string, unknown> & { rowsPerS: number };
+    runs.push({ ...r, peakRssMb: round(m.peakRssKb / 1024, 1), wallMs: round(m.wallMs, 0) });
+    log(`4 write path: ${Math.round(r.rowsPerS)} rows/s (1,000,000 rows, index build included)`);
+  }
+  results.writePath = { runs, median: { rowsPerS: median(runs.map((r) => r.rowsPerS)) }, target: { rowsPerS: 200_000 } };
+}
+
+// ------------------------------------------------------------------ 5 memory (100k)
+
+async function memory100k() {
+  const sim = await startSimulator({ cli: true, skus: 100_000, seed: 303 });
+  sims.push(sim);
+  const m = await syncCli(sim.baseUrl, join(work, "mem-100k.db"), ["--full"]);
+  await sim.stop();
+  const peak100k = round(m.peakRssKb / 1024, 1);
+  // The 100k run's peak so far when it had done about as many SKUs as a 20k run (SKUs/s is steady):
+  // whether the peak keeps rising with the workspace or was reached early and held.
+  const atFifth = m.hwmTimelineMb[Math.max(0, Math.floor(m.hwmTimelineMb.length / 5) - 1)] ?? null;
+  log(`5 memory: 100,000 SKUs: peak RSS ${peak100k} MB (${m.result.requests} requests in ${(m.wallMs / 1000).toFixed(1)} s)`);
+  const m20 = results.memory20k as { medianPeakRssMb: number } | undefined;
+  results.memory = {
+    peakRssMb20k: m20?.medianPeakRssMb ?? null,
+    runs20k: (results.memory20k as { runs: number[] } | undefined)?.runs ?? [],
+    peakRssMb100k: peak100k,
+    run100k: { wallMs: round(m.wallMs, 0), cpuMs: round(m.cpuMs, 0), requests: m.result.requests, skus: m.result.skusFetched },
+    peakRssMb100kAfterFirstFifth: atFifth,
+    hwmTimelineMb100k: m.hwmTimelineMb,
+    growth: m20 ? round(peak100k / m20.medianPeakRssMb, 3) : null,
+    target: { growthAtMost: 1.2, peakRssMbBelow: 150 },
+  };
+  delete results.memory20k;
+}
+
+// ------------------------------------------------------------------ table
+
+function table(): string {
+  const rows: string[][] = [["#", "scenario", "measured", "limit / baseline", "ratio", "target", "met"]];
+  const q = results.quota as any;
+  if (q) rows.push(["1", "quota efficiency", `${(q.median.wallMs / 1000).toFixed(1)} s wall, ${(100 * q.median.share429).toFixed(2)}% 429`, `${q.runs[0].accepted} req ÷ 100/s`, `${q.median.ratio.toFixed(3)}`, "≤ 1.10, 429 < 2%", q.median.ratio <= 1.1 && q.median.share429 < 0.02 ? "yes" : "no"]);
+  const e = results.economy as any;
+  if (e) {
+    const r = e.runs[0];
+    const worst = Math.max(e.median.ratio, e.median.ratioOnePage);
+    rows.push(["2", "call economy", `${median(e.runs.map((x: any) => x.requests))} req (re-verif. ${median(e.runs.map((x: any) => x.reverifyRequests))} apart)`, `${median(e.runs.map((x: any) => x.limit))} (${r.listPages} list + changed)`, `${e.median.ratio.toFixed(3)} (${e.median.ratioOnePage.toFixed(3)} 1 page)`, "≤ 1.15", worst <= 1.15 ? "yes" : "no"]);
+  }
+  const t = results.throughput as any;
+  if (t) {
+    rows.push(["3", "raw throughput", `${t.median.skusPerS} SKU/s, ${t.median.requestsPerS} req/s, ${t.median.cpuUsPerRequest} µs CPU/req`, `naive ${t.naive[0]?.skusPerS ?? "-"} SKU/s (${t.naive[1]?.skusPerS ?? "-"} with WAL)`, `${t.ratioVsNaive ?? "-"}× (${t.ratioVsNaiveWal ?? "-"}×)`, "≥ 10×", t.ratioVsNaive !== null && t.ratioVsNaive >= 10 ? "yes" : "no"]);
+  }
+  const w = results.writePath as any;
+  if (w) {
+    const r = w.runs[0];
+    rows.push(["4", "write path", `${Math.round(w.median.rowsPerS).toLocaleString("en")} rows/s`, `SQLite alone: ${Math.round(r.rawAllIndexes.rowsPerS).toLocaleString("en")} (PK only ${Math.round(r.rawPrimaryKeyOnly.rowsPerS).toLocaleString("en")})`, `${(w.median.rowsPerS / 200_000).toFixed(2)} of target`, "≥ 200,000", w.median.rowsPerS >= 200_000 ? "yes" : "no"]);
+  }
+  const m = results.memory as any;
+  if (m) rows.push(["5", "memory (peak RSS)", `${m.peakRssMb20k} MB @20k, ${m.peakRssMb100k} MB @100k (${m.peakRssMb100kAfterFirstFifth} after its first fifth)`, "20k → 100k", `${m.growth ?? "-"}`, "≤ 1.2 and < 150 MB", m.growth !== null && m.growth <= 1.2 && m.peakRssMb100k < 150 && m.peakRssMb20k < 150 ? "yes" : "no"]);
+  const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+  return rows.map((r, i) => r.map((cell, c) => cell.padEnd(width[c]!)).join("  ") + (i === 0 ? `\n${width.map((n) => "-".repeat(n)).join("  ")}` : "")).join("\n");
+}
+
+// ------------------------------------------------------------------ main
+
+try {
+  results.machine = machine();
+  results.git = gitHead();
+  results.startedAt = new Date(started).toISOString();
+  log(`machine: ${JSON.stringify(results.machine)}`);
+  if (only.has(4)) await writePath();
+  if (only.has(2) || only.has(3) || only.has(5)) await throughputAndEconomy();
+  if (only.has(5)) await memory100k();
+  if (only.has(1)) await quotaEfficiency();
+  results.totalWallMs = Date.now() - started;
+  results.finishedAt = new Date().toISOString();
+  mkdirSync(OUT_DIR, { recursive: true });
+  writeFileSync(join(OUT_DIR, "results.json"), JSON.stringify(results, null, 2) + "\n");
+  process.stdout.write(`\n${table()}\n\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s; details in bench/results.json\n`);
+} finally {
+  for (const s of sims) await s.stop().catch(() => {});
+  rmSync(work, { recursive: true, force: true });
+}

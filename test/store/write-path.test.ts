@@ -1,0 +1,121 @@
+/**
+ * The store's write-path machinery (issue 6): the group commit and the history indexes a
+ * backfill builds once at the end. Both must be invisible in what ends up in the file.
+ */
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DetailResponse, HistoryRow } from "../../src/core/api-schemas.js";
+import { openDatabase, type DB } from "../../src/store/db.js";
+import { dumpSchema } from "../../src/store/schema-dump.js";
+import { Store, type RunState } from "../../src/store/store.js";
+
+const SCHEMA = readFileSync(new URL("../../schema.sql", import.meta.url), "utf8");
+const SKU = "0b6c4a52-7d3e-4f1a-9c2b-1e5d8f7a6b3c";
+const LEAF = "6f1e2d3c-4b5a-4678-9abc-def012345678";
+
+const detail = (id = SKU): DetailResponse =>
+  ({
+    sku: { id, code: "C", skuCode: "S", name: "Tee", barcode: "1", unit: "pcs", product: { id: "p", name: "P", brand: "B" }, options: {} },
+    selectedQuantity: 3,
+    totalQuantity: 3,
+    locations: [{ id: LEAF, name: "Bin", code: "B", parentId: null, quantity: 3, freshness: { status: "clean", lastReplayedAt: null, lastSourceKind: null } }],
+  }) as unknown as DetailResponse;
+const row = (n: number): HistoryRow =>
+  ({
+    kind: "movement", occurredAt: `2026-01-0${n}T00:00:00.000Z`, direction: "in", quantity: 1, locationId: LEAF, locationName: "Bin", locationCode: "B",
+    eventId: `e${n}`, eventTypeCode: "receipt", eventTypeName: "Receipt", setSessionId: null, setTypeCode: null, observedQuantity: null, note: null,
+  }) as HistoryRow;
+
+let dir: string;
+let db: DB;
+let store: Store;
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "im-writepath-"));
+  db = openDatabase(join(dir, "m.db"));
+  store = new Store(db);
+  store.bindWorkspace({ workspace: { id: "ws", name: "W" }, scope: "read" });
+});
+afterEach(() => {
+  db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const listSku = (run: RunState, id = SKU) =>
+  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, { reason: () => "new" });
+const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
+
+describe("group commit", () => {
+  it("units finished in one turn share one transaction, committed before their promises resolve", async () => {
+    const run = store.startRun("full");
+    listSku(run);
+    const a = store.grouped(() => store.saveSku(run, SKU, detail(), [row(1), row(2)], true));
+    expect(db.inTransaction).toBe(true);
+    const b = store.grouped(() => store.journal(run.id, { kind: "info", message: "same group" }));
+    await Promise.all([a, b]);
+    expect(db.inTransaction).toBe(false);
+    expect((await a).rowsAdded).toBe(2);
+    expect(count("SELECT count(*) AS n FROM history")).toBe(2);
+  });
+
+  it("a unit that throws leaves nothing behind and does not take the others down with it", async () => {
+    const run = store.startRun("full");
+    listSku(run);
+    const ok = store.grouped(() => store.saveSku(run, SKU, detail(), [row(1)], true));
+    const bad = store.grouped(() =>
+      db.transaction(() => {
+        store.journal(run.id, { kind: "info", message: "rolled back" });
+        throw new Error("boom");
+      })(),
+    );
+    await expect(bad).rejects.toThrow("boom");
+    await ok;
+    expect(count("SELECT count(*) AS n FROM history")).toBe(1);
+    expect(count("SELECT count(*) AS n FROM sync_journal WHERE message = 'rolled back'")).toBe(0);
+  });
+
+  it("flushGroup commits at once (before a run finishes or the file closes)", () => {
+    const run = store.startRun("full");
+    listSku(run);
+    void store.grouped(() => store.saveSku(run, SKU, detail(), [row(1)], true));
+    store.flushGroup();
+    expect(db.inTransaction).toBe(false);
+    expect(count("SELECT count(*) AS n FROM history")).toBe(1);
+  });
+});
+
+describe("history indexes during a backfill", () => {
+  const historyIndexes = () => count("SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND tbl_name = 'history' AND sql IS NOT NULL");
+
+  it("an empty history: deferred, then rebuilt exactly as the migrations define them", () => {
+    const run = store.startRun("full");
+    expect(store.deferHistoryIndexes(run)).toBe(true);
+    expect(historyIndexes()).toBe(0);
+    listSku(run);
+    store.saveSku(run, SKU, detail(), [row(1), row(2), row(3)], true);
+    expect(store.restoreHistoryIndexes()).toBe(4);
+    expect(dumpSchema(db)).toBe(SCHEMA);
+    expect(db.pragma("integrity_check", { simple: true })).toBe("ok");
+  });
+
+  it("a history with rows: nothing deferred", () => {
+    const run = store.startRun("full");
+    listSku(run);
+    store.saveSku(run, SKU, detail(), [row(1)], true);
+    expect(store.deferHistoryIndexes(store.startRun("full"))).toBe(false);
+    expect(historyIndexes()).toBe(4);
+  });
+
+  it("a backfill killed midway: its resumed walk keeps them deferred; any other run rebuilds them first", () => {
+    const run = store.startRun("full");
+    store.deferHistoryIndexes(run);
+    listSku(run);
+    store.saveSku(run, SKU, detail(), [row(1)], true);
+    // (killed here: the indexes are missing, the run is left 'running')
+    expect(store.deferHistoryIndexes({ ...run, resumedFrom: run.id })).toBe(true);
+    expect(historyIndexes()).toBe(0);
+    expect(store.deferHistoryIndexes({ ...run, resumedFrom: null })).toBe(false);
+    expect(dumpSchema(db)).toBe(SCHEMA);
+  });
+});
