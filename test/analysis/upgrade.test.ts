@@ -1,11 +1,11 @@
 /**
- * A database written by the first release (schema version 1, fixtures/v1.db) opens with
+ * A database written by the first release (schema version 1, the dump fixtures/v1.sql) opens with
  * the current program, is upgraded by the forward migrations with its data intact, ends
  * at exactly the schema a new database gets (schema.sql), and the new objects (location
  * tree, full-text search) are filled from the old rows.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -15,7 +15,18 @@ import { reconcile } from "../../src/analysis/reconcile.js";
 import { stockAt } from "../../src/analysis/stock-at.js";
 import { runCli } from "../helpers/cli.js";
 
-const FIXTURE = new URL("./fixtures/v1.db", import.meta.url).pathname;
+/** The first release's database, as `sqlite3 .dump` text (fixtures/make-v1-fixture.mjs). */
+const FIXTURE_SQL = readFileSync(new URL("./fixtures/v1.sql", import.meta.url), "utf8");
+/** Load the dump into a new file, as the first release left it on disk. */
+function writeFixture(file: string): void {
+  const db = new Database(file);
+  try {
+    db.exec(FIXTURE_SQL);
+  } finally {
+    db.close();
+  }
+}
+let FIXTURE: string;
 const SCHEMA = readFileSync(new URL("../../schema.sql", import.meta.url), "utf8");
 const V1_TABLES = ["workspace", "locations", "skus", "sku_root_quantities", "sku_location_quantities", "history", "sku_sync", "sync_runs", "sync_journal"];
 const A = "5a1e0000-0000-4000-8000-00000000000a";
@@ -41,8 +52,10 @@ const columns = (db: Database.Database) => (t: string) => (db.prepare(`PRAGMA ta
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "im-upgrade-"));
+  FIXTURE = join(dir, "v1.db");
+  writeFixture(FIXTURE);
   path = join(dir, "old.db");
-  copyFileSync(FIXTURE, path);
+  writeFixture(path);
   const old = new Database(path, { readonly: true });
   before = v1Rows(old, columns(old));
   old.close();
