@@ -81,6 +81,7 @@ export const COMMANDS: CommandDef[] = [
       { name: "workspace-name", type: "string", arg: "NAME", help: "workspace name (default 'Simulated Workspace')" },
       { name: "quota-rps", type: "string", arg: "N", help: "per-workspace quota in requests/s, answered with 429 + Retry-After (default: none)" },
       { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
+      { name: "profile", type: "string", arg: "NAME", multiple: true, help: "behave as another server the API document allows (repeatable; see docs/server-variance.md)" },
       { name: "fault", type: "string", arg: "SPEC", multiple: true, help: "inject a fault, e.g. 429:p=0.05,retry-after=date or 503:every=10 (repeatable; see README)" },
       { name: "churn", type: "string", arg: "PCT", help: "mutate this percentage of SKUs every --churn-interval seconds" },
       { name: "churn-interval", type: "string", arg: "S", help: "seconds between churn rounds (default 60)" },

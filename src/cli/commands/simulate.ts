@@ -1,6 +1,7 @@
 /** `inventory-mirror simulate`: the built-in API simulator, in the foreground. */
 import { ConfigError } from "../../core/errors.js";
 import { parseFaultSpec, startSimulator, type SimulatorOptions } from "../../simulator/index.js";
+import { profileOptions } from "../../simulator/profiles.js";
 
 function int(v: unknown, name: string, min = 0): number | undefined {
   if (v === undefined) return undefined;
@@ -16,7 +17,13 @@ function num(v: unknown, name: string): number | undefined {
 }
 
 export default async function simulate(v: Record<string, unknown>): Promise<number> {
-  const opts: SimulatorOptions = { port: int(v.port, "port") ?? 4010, host: (v.host as string | undefined) ?? "127.0.0.1" };
+  let profile: Partial<SimulatorOptions>;
+  try {
+    profile = profileOptions((v.profile as string[] | undefined) ?? []);
+  } catch (err) {
+    throw new ConfigError(`--profile: ${(err as Error).message}`);
+  }
+  const opts: SimulatorOptions = { ...profile, port: int(v.port, "port") ?? 4010, host: (v.host as string | undefined) ?? "127.0.0.1" };
   const set = <K extends keyof SimulatorOptions>(k: K, val: SimulatorOptions[K] | undefined) => {
     if (val !== undefined) opts[k] = val;
   };
@@ -36,7 +43,7 @@ export default async function simulate(v: Record<string, unknown>): Promise<numb
   }
   const faults = (v.fault as string[] | undefined) ?? [];
   try {
-    opts.faults = faults.map(parseFaultSpec);
+    opts.faults = [...(opts.faults ?? []), ...faults.map(parseFaultSpec)];
   } catch (err) {
     throw new ConfigError(`--fault: ${(err as Error).message}`);
   }
