@@ -1,9 +1,10 @@
 -- inventory-mirror: the complete current schema (generated from migrations/ by 'npm run schema'; do not edit by hand).
--- A database at this schema has PRAGMA user_version = 3.
+-- A database at this schema has PRAGMA user_version = 4.
 
-CREATE TABLE history (
+CREATE TABLE "history" (
   sku_id            TEXT NOT NULL,
-  row_key           TEXT NOT NULL,
+  row_key           TEXT NOT NULL,         -- ours: SHA-1 of all the row's fields
+  dup_index         INTEGER NOT NULL DEFAULT 0, -- ours: ordinal of this copy among the SKU's rows identical in every field
   kind              TEXT NOT NULL,         -- movement | set
   occurred_at       TEXT NOT NULL,
   direction         TEXT,                  -- in | out | none
@@ -19,7 +20,7 @@ CREATE TABLE history (
   observed_quantity REAL,                  -- set rows: the absolute count observed
   note              TEXT,
   first_seen_run_id INTEGER,               -- ours: the run that stored it
-  PRIMARY KEY (sku_id, row_key)
+  PRIMARY KEY (sku_id, row_key, dup_index)
 );
 
 CREATE TABLE inventory_snapshots (
@@ -364,4 +365,4 @@ BEGIN
   VALUES (new.rowid, new.name, new.code, new.sku_code, new.barcode, new.product_name, new.product_brand);
 END;
 
-PRAGMA user_version = 3;
+PRAGMA user_version = 4;

@@ -52,7 +52,10 @@ const iso = () => new Date().toISOString();
 const bool = (b: boolean | null) => (b === null ? null : b ? 1 : 0);
 const json = (v: unknown) => (v === null || v === undefined ? null : JSON.stringify(v));
 
-/** Stable identity of a history row: every field, in a fixed order. Rows equal in every field are one row. */
+/**
+ * The hash of a history row's content: every field, in a fixed order. Rows equal in every
+ * field share it; the copy's ordinal (dup_index, historyCopies) tells them apart.
+ */
 export function historyRowKey(r: HistoryRow): string {
   return sha1Hex(
     JSON.stringify([
@@ -61,6 +64,33 @@ export function historyRowKey(r: HistoryRow): string {
     ]),
   );
 }
+
+/** A history row's identity in the store: its content hash and which copy of that content it is. */
+export interface HistoryCopyKey {
+  rowKey: string;
+  /** 0 for the first row (in the order given) with this content, 1 for the second identical one, ... */
+  dupIndex: number;
+}
+
+/**
+ * The identity of each row of a fetch, in the server's order: identical rows are copies
+ * 0, 1, 2... A fetch that sees the same copies again maps them to the same identities, so
+ * storing it again adds nothing; one that sees one more copy than is stored adds that one.
+ * Identical rows share occurredAt, so all copies of a row sit in one run of ties: a newest
+ * first walk that went past that occurredAt has seen every copy the server holds.
+ */
+export function historyCopies(rows: readonly HistoryRow[]): HistoryCopyKey[] {
+  const seen = new Map<string, number>();
+  return rows.map((r) => {
+    const rowKey = historyRowKey(r);
+    const dupIndex = seen.get(rowKey) ?? 0;
+    seen.set(rowKey, dupIndex + 1);
+    return { rowKey, dupIndex };
+  });
+}
+
+/** One string per stored identity (sets of identities). */
+export const copyId = (k: HistoryCopyKey): string => `${k.rowKey}#${k.dupIndex}`;
 
 /** sha1 of a string as hex: crypto.hash (one call, no Hash object) where Node has it (>= 20.12). */
 const oneShot = (cryptoModule as { hash?: (alg: string, data: string, enc: "hex") => string }).hash;
@@ -153,10 +183,10 @@ export class Store {
           location_name = excluded.location_name, location_code = excluded.location_code, parent_id = excluded.parent_id,
           fetched_at = excluded.fetched_at, not_clean_since = excluded.not_clean_since`),
       // Positional parameters on the hot path: binding an object by name costs a lookup per column.
-      insertHistory: p(`INSERT OR IGNORE INTO history (sku_id, row_key, kind, occurred_at, direction, quantity, location_id,
+      insertHistory: p(`INSERT OR IGNORE INTO history (sku_id, row_key, dup_index, kind, occurred_at, direction, quantity, location_id,
           location_name, location_code, event_id, event_type_code, event_type_name, set_session_id, set_type_code,
           observed_quantity, note, first_seen_run_id)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
       skuFailed: p(`UPDATE sku_sync SET fail_count = fail_count + 1, last_error = ? WHERE sku_id = ?`),
       skuVanished: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id = ?`),
@@ -193,14 +223,14 @@ export class Store {
         VALUES (?, ?, 'running', ?, ?, ?, ?)`),
       setWalk: p("UPDATE sync_runs SET walk_id = id WHERE id = ?"),
       carryCounters: p(`UPDATE sync_runs SET skus_listed = (SELECT skus_listed FROM sync_runs WHERE id = ?) WHERE id = ?`),
-      hasHistory: p("SELECT 1 FROM history WHERE sku_id = ? AND row_key = ?"),
+      hasHistory: p("SELECT 1 FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ?"),
       anyHistory: p("SELECT 1 FROM history LIMIT 1"),
       historyIndexes: p("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'history' AND sql IS NOT NULL"),
       countHistory: p("SELECT count(*) AS n FROM history WHERE sku_id = ?"),
-      historyKeys: p("SELECT row_key FROM history WHERE sku_id = ?"),
-      deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ?"),
+      historyKeys: p("SELECT row_key, dup_index FROM history WHERE sku_id = ?"),
+      deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ?"),
       replayRows: p(`SELECT kind, occurred_at AS occurredAt, direction, quantity, observed_quantity AS observedQuantity,
-          location_id AS locationId, row_key AS rowKey FROM history WHERE sku_id = ?
+          location_id AS locationId, row_key AS rowKey, dup_index AS dupIndex FROM history WHERE sku_id = ?
         ORDER BY occurred_at DESC, coalesce(first_seen_run_id, 0) DESC, rowid ASC`),
       runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, requests_by_status = @byStatus, responses_429 = @r429,
           responses_503 = @r503, retries = @retries, wait_ms = @waitMs WHERE id = @id`),
@@ -448,18 +478,18 @@ export class Store {
     const t = r ? Date.parse(r.resume_after) : NaN;
     return Number.isFinite(t) && t > now ? t : null;
   }
-  /** Is this history row (by identity) stored for the SKU? */
   /**
    * The stored history of a SKU, newest first, as much as a replay needs (history-check.ts).
    * Ties on occurred_at: a later run's row is newer, and within one fetch the store inserted
    * rows as the server returned them, newest first (a smaller rowid is newer).
    */
-  replayRows(skuId: string): Array<ReplayableRow & { rowKey: string }> {
-    return this.s.replayRows.all(skuId) as Array<ReplayableRow & { rowKey: string }>;
+  replayRows(skuId: string): Array<ReplayableRow & HistoryCopyKey> {
+    return this.s.replayRows.all(skuId) as Array<ReplayableRow & HistoryCopyKey>;
   }
 
-  hasHistoryRow(skuId: string, rowKey: string): boolean {
-    return this.s.hasHistory.get(skuId, rowKey) !== undefined;
+  /** Is this copy of a history row stored for the SKU? */
+  hasHistoryRow(skuId: string, key: HistoryCopyKey): boolean {
+    return this.s.hasHistory.get(skuId, key.rowKey, key.dupIndex) !== undefined;
   }
 
   // ---- history indexes during a backfill -----------------------------------------------------------
@@ -518,7 +548,7 @@ export class Store {
   /**
    * A SKU's detail and its complete (or, incrementally, newest) history, as one unit.
    * Per-leaf quantities are replaced whole: a leaf the server no longer returns for
-   * this SKU is not current any more. History rows are inserted once, by identity.
+   * this SKU is not current any more. History rows are inserted once per identity (content hash + copy ordinal).
    */
   saveSku(
     run: RunState,
@@ -545,23 +575,28 @@ export class Store {
       }
       for (const gone of before.keys()) this.s.deleteLocQty.run(skuId, gone);
 
+      // Every copy of a row identical to another is stored (history is a multiset): copy n of
+      // a content is (row_key, n), counted over this fetch in the server's order.
       let rowsAdded = 0;
+      const copies = historyCopies(history);
       const keys = complete ? new Set<string>() : null;
-      for (const r of history) {
-        const rowKey = historyRowKey(r);
-        keys?.add(rowKey);
+      for (let i = 0; i < history.length; i++) {
+        const r = history[i]!;
+        const k = copies[i]!;
+        keys?.add(copyId(k));
         rowsAdded += this.s.insertHistory.run(
-          skuId, rowKey, r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
+          skuId, k.rowKey, k.dupIndex, r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
           r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note, run.id,
         ).changes;
       }
       // A complete walk is the SKU's whole history as the server has it now: a stored row it
       // no longer returns was rewritten (a SET's delta changes when a late row lands before
-      // it) or withdrawn, and goes. The count tells cheaply whether there is any such row.
+      // it) or withdrawn, and goes (so does a copy the server no longer has as many of). The
+      // count tells cheaply whether there is any such row.
       let rowsRemoved = 0;
       if (keys && (this.s.countHistory.get(skuId) as { n: number }).n > keys.size) {
-        for (const { row_key } of this.s.historyKeys.all(skuId) as Array<{ row_key: string }>) {
-          if (!keys.has(row_key)) rowsRemoved += this.s.deleteHistoryRow.run(skuId, row_key).changes;
+        for (const { row_key, dup_index } of this.s.historyKeys.all(skuId) as Array<{ row_key: string; dup_index: number }>) {
+          if (!keys.has(copyId({ rowKey: row_key, dupIndex: dup_index }))) rowsRemoved += this.s.deleteHistoryRow.run(skuId, row_key, dup_index).changes;
         }
       }
       for (const loc of notClean) {

@@ -17,7 +17,7 @@ import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-
 import { ApiClient } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, checkDirectory, openDatabase, peekDatabase, type DB } from "../store/db.js";
-import { databaseBelongsToAnother, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
+import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { saveSnapshot } from "../store/snapshots.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { WorkQueue } from "./queue.js";
@@ -456,10 +456,15 @@ async function executeRun(
 export function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
   let firstKnownAt: string | null = null;
   let knownAfter = 0;
+  // Copies seen so far per content, so the nth identical row is known only if n copies are stored (historyCopies).
+  const copies = new Map<string, number>();
   return (_rows, lastPage) => {
     let last: HistoryRow | undefined;
     for (const r of lastPage) {
-      if (store.hasHistoryRow(skuId, historyRowKey(r))) {
+      const rowKey = historyRowKey(r);
+      const dupIndex = copies.get(rowKey) ?? 0;
+      copies.set(rowKey, dupIndex + 1);
+      if (store.hasHistoryRow(skuId, { rowKey, dupIndex })) {
         if (firstKnownAt === null) firstKnownAt = r.occurredAt;
         knownAfter++;
       }
@@ -475,8 +480,8 @@ export function historyStop(store: Store, skuId: string, overlap: number): (rows
  */
 function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetched: HistoryRow[]): boolean {
   const rows: ReplayableRow[] = [...fetched];
-  const fetchedKeys = new Set(fetched.map(historyRowKey));
-  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(r.rowKey)) rows.push(r);
+  const fetchedKeys = new Set(historyCopies(fetched).map(copyId));
+  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r))) rows.push(r);
   return unexplainedLeaves(rows, detail).length === 0;
 }
 
