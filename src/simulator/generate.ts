@@ -6,6 +6,7 @@
  */
 import { createRng, type Rng } from "./prng.js";
 import { replay } from "./replay.js";
+import { applyHistoryRole, assertVarianceFits, historyRole, roleTarget } from "./history-variance.js";
 import type { LocationNodeIn, LocationState, Row, SkuState, WorkspaceState } from "./types.js";
 import {
   ADJECTIVES,
@@ -30,6 +31,10 @@ export interface GenerateOptions {
   leavesPerSection: number;
   historyDepth: number;
   workspaceName: string;
+  /** SKUs given a pair of identical history rows (history-variance.ts). */
+  identicalRows: number;
+  /** SKUs given a long run of history rows sharing one occurredAt (history-variance.ts). */
+  tieRuns: number;
 }
 
 /**
@@ -47,6 +52,7 @@ export function generateWorkspace(o: GenerateOptions): WorkspaceState {
   if (!(o.historyDepth >= 0) || !Number.isFinite(o.historyDepth)) {
     throw new RangeError(`historyDepth must be a finite number >= 0, got ${o.historyDepth}`);
   }
+  assertVarianceFits(o);
   const head = createRng(o.seed, "workspace");
   const workspace = { id: head.uuid(), name: o.workspaceName };
   const locations = buildLocations(o);
@@ -81,8 +87,10 @@ export function generateWorkspace(o: GenerateOptions): WorkspaceState {
   }
   for (const sku of skus) {
     const rng = createRng(o.seed, "history", sku.idx);
-    const target = forcedTarget(sku.idx, o, rng) ?? rowTarget(rng, o.historyDepth);
+    const role = historyRole(sku.idx, o);
+    const target = forcedTarget(sku.idx, o, rng) ?? roleTarget(role, rng) ?? rowTarget(rng, o.historyDepth);
     sku.rows = generateHistory(rng, state, leavesByRoot, sku, target);
+    applyHistoryRole(state, sku, role);
     replay(sku, undefined, leafRank);
     markInitialNotClean(rng, sku, leafRank, sku.idx === 2 && o.skus > 3);
   }

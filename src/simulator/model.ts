@@ -40,6 +40,10 @@ export interface ModelOptions {
   /** Mean history rows per SKU. */
   historyDepth?: number;
   workspaceName?: string;
+  /** SKUs (creation ordinals 3, 4, ...) given a pair of history rows identical in every field: in one page, across the 100/101 page boundary, among ties (history-variance.ts). Default 0. */
+  identicalRows?: number;
+  /** SKUs (after those) given a run of ~150 history rows sharing one occurredAt, across page boundaries. Default 0. */
+  tieRuns?: number;
   /** Clock for mutations (occurredAt of new rows); default Date.now. */
   now?: () => number;
 }
@@ -52,6 +56,8 @@ export const MODEL_DEFAULTS = {
   leavesPerSection: 3,
   historyDepth: 12,
   workspaceName: "Simulated Workspace",
+  identicalRows: 0,
+  tieRuns: 0,
 } as const;
 
 export type StockState = "all" | "in_stock" | "empty";
@@ -396,6 +402,34 @@ export class SimModel {
     const newest = sku.rows.length ? sku.rows[sku.rows.length - 1]!.t : this.state.highWater;
     const t = Math.max(0, newest - agoMs);
     const row = this.newRow(leaf, t, "movement", delta > 0 ? "receipt" : "adjustment", Math.abs(delta), delta, sku.nextRef++, "Late entry");
+    this.insertPast(sku, row, () => {
+      sku.nextRef--;
+      return `late row of ${delta} would make the stock at ${leafId} negative`;
+    });
+    return this.rowWire(sku, row);
+  }
+
+  /**
+   * One more copy of the movement row at newest-first position `position`, identical in every
+   * field (same event, occurredAt, leaf, quantity, note): a line the server adds to an event
+   * it already returned. It sorts as the newest of the rows sharing that occurredAt. Throws
+   * (and changes nothing) for a SET row, or if a balance would go negative.
+   */
+  identicalCopy(skuId: string, position: number): HistoryRowIn {
+    const sku = this.sku(skuId);
+    const src = sku.rows[sku.rows.length - 1 - position];
+    if (!src) throw new RangeError(`SKU ${skuId} has no history row at position ${position}`);
+    if (src.kind !== "movement" || src.type === "transferIn" || src.type === "transferOut") {
+      throw new RangeError("only a movement row outside a transfer can be copied (a SET's delta is recomputed, a transfer is a pair)");
+    }
+    const row = this.newRow(src.leaf, src.t, "movement", src.type, src.amount, src.delta, src.ref, src.note);
+    this.insertPast(sku, row, () => `a copy of row ${position} would make the stock negative`);
+    return this.rowWire(sku, row);
+  }
+
+  /** Insert a row at its place in time (not necessarily the newest); re-replay; undo and throw if a balance goes negative. */
+  private insertPast(sku: SkuState, row: Row, negativeMessage: () => string): void {
+    const leaf = row.leaf;
     const pos = insertionIndex(sku.rows, row);
     const existing = this.projectionOf(sku, leaf);
     const snapshot = existing ? { ...existing } : null;
@@ -408,14 +442,12 @@ export class SimModel {
     const negative = replay(sku, [leaf], this.state.leafRank);
     if (negative) {
       sku.rows.splice(pos, 1);
-      sku.nextRef--;
       if (existing && snapshot) Object.assign(existing, snapshot);
       else sku.projections = sku.projections.filter((p) => p.leaf !== leaf);
       replay(sku, [leaf], this.state.leafRank);
-      throw new RangeError(`late row of ${delta} would make the stock at ${leafId} negative at ${new Date(negative.t).toISOString()}`);
+      throw new RangeError(`${negativeMessage()} at ${new Date(negative.t).toISOString()}`);
     }
     this.mutated();
-    return this.rowWire(sku, row);
   }
 
   /** From now on, new rows at this SKU × leaf are not reflected in its quantity until settle(). */

@@ -16,6 +16,14 @@ export interface ServerProfile {
 
 export const SERVER_PROFILES: Record<string, ServerProfile> = {
   default: { about: "the simulator's own choices (README 'Simulator', src/simulator/index.ts)", options: {} },
+  "history-identical-rows": {
+    about: "history rows identical in every field (one event with two equal lines): a pair inside one page, a pair split by the page boundary (rows 100/101), a pair among ~150 ties (src/simulator/history-variance.ts)",
+    options: { identicalRows: 3 },
+  },
+  "history-ties": {
+    about: "long runs of history rows sharing one occurredAt (~150 rows, across page boundaries at limit 100)",
+    options: { tieRuns: 2 },
+  },
 };
 
 /** The options of the named profiles, merged left to right (later names win; nested objects merge). */

@@ -1,7 +1,8 @@
 /**
  * Compare a mirror database with the simulator's ground truth, row by row: the
  * workspace, every location, every current SKU, its root and leaf quantities with
- * freshness, and its complete history as a set of rows (a row identical in every field is one row). Returns the differences.
+ * freshness, and its complete history as a multiset of rows (rows identical in every field are
+ * each counted: every copy must be stored). Returns the differences.
  */
 import Database from "better-sqlite3";
 import type { GroundTruth } from "../../src/simulator/index.js";
@@ -14,6 +15,17 @@ const historyTuple = (r: Row) =>
     r.eventId ?? null, r.eventTypeCode ?? null, r.eventTypeName ?? null, r.setSessionId ?? null, r.setTypeCode ?? null,
     r.observedQuantity ?? null, r.note ?? null,
   ]);
+
+/** The elements of `a` left after removing one occurrence per element of `b`. */
+export function multisetMinus(a: readonly string[], b: readonly string[]): string[] {
+  const left = new Map<string, number>();
+  for (const x of b) left.set(x, (left.get(x) ?? 0) + 1);
+  return a.filter((x) => {
+    const n = left.get(x) ?? 0;
+    if (n > 0) left.set(x, n - 1);
+    return n === 0;
+  });
+}
 
 export function diffAgainstTruth(dbPath: string, truth: GroundTruth): string[] {
   const db = new Database(dbPath, { readonly: true });
@@ -74,10 +86,10 @@ export function diffAgainstTruth(dbPath: string, truth: GroundTruth): string[] {
         eventTypeName: h.event_type_name, setSessionId: h.set_session_id, setTypeCode: h.set_type_code,
         observedQuantity: h.observed_quantity, note: h.note,
       })).sort();
-      const want = [...new Set((t.history as Row[]).map(historyTuple))].sort();
+      const want = (t.history as Row[]).map(historyTuple).sort();
       if (JSON.stringify(got) !== JSON.stringify(want)) {
-        const missing = want.filter((w) => !got.includes(w)).length;
-        const extra = got.filter((g) => !want.includes(g)).length;
+        const missing = multisetMinus(want, got).length;
+        const extra = multisetMinus(got, want).length;
         diffs.push(`SKU ${id} history: ${got.length} rows stored, ${want.length} in truth (${missing} missing, ${extra} extra)`);
       }
     }

@@ -103,7 +103,7 @@ const historyTuple = (r: Record<string, unknown>) =>
  *   (and not marked deleted, unless it is one the server removed: `gone`).
  * - one SKU: sku_sync.fetched_at is set in the transaction that writes detail + history. A SKU
  *   with fetched_at has every leaf row and every history row exactly as ground truth (the
- *   history as a set, no duplicates); a SKU without it has no leaf row and no history row.
+ *   history as a multiset: every copy of identical rows, no more); a SKU without it has no leaf row and no history row.
  *   That is "no half SKU".
  * - checkpoint: the latest run's walk has listed exactly the first N SKUs in list order, N a
  *   whole number of pages (or all, with list_done set), its cursor set iff the walk is
@@ -168,7 +168,7 @@ export function consistencyProblems(path: string, tr: GroundTruth, gone: GroundT
         .map((l) => ({ location_id: l.id, quantity: l.quantity, freshness_status: l.freshness?.status ?? null }))
         .sort((a, b) => (a.location_id < b.location_id ? -1 : 1));
       if (JSON.stringify(leaves) !== JSON.stringify(detail)) problems.push(`half SKU ${s.sku_id}: committed, but its leaf rows differ from its detail`);
-      const want = [...new Set((t.history as Array<Record<string, unknown>>).map(historyTuple))].sort();
+      const want = (t.history as Array<Record<string, unknown>>).map(historyTuple).sort();
       if (JSON.stringify(history) !== JSON.stringify(want)) {
         problems.push(`half SKU ${s.sku_id}: committed with ${history.length} history rows (${new Set(history).size} distinct), truth has ${want.length}`);
       }
