@@ -146,7 +146,7 @@ describe("identical history rows", () => {
     expect(storedRows(id, path)).toBe(truth.skus.find((s) => s.item.id === id)!.history.length);
   });
 
-  it("reconcile flags a SKU whose history lost one copy (exit 1), and is clean before", async () => {
+  it("reconcile flags a SKU whose history lost one copy (exit 1), and the next sync --full adds it back", async () => {
     const clean = await runCli(["reconcile", "--json"], { env: { INVENTORY_DB: db } });
     expect(clean.code, clean.stdout + clean.stderr).toBe(0);
     const copy = join(dir, "lost-copy.db");
@@ -161,5 +161,11 @@ describe("identical history rows", () => {
     const report = JSON.parse(r.stdout) as ReconcileReport;
     const unexplained = report.mismatches.filter((m) => !m.explained);
     expect(unexplained.map((m) => [m.check, m.skuId, m.difference])).toEqual([["leaf_history", id, 17]]);
+
+    // As a database written before migration 4 would be (one copy stored): the next sync --full adds the missing copy (README).
+    const full = await sync(["--full"], copy);
+    expect(full.run.history_rows_added).toBe(1);
+    expect(diffAgainstTruth(copy, sim.groundTruth())).toEqual([]);
+    expect((await runCli(["reconcile"], { env: { INVENTORY_DB: copy } })).code).toBe(0);
   });
 });
