@@ -188,6 +188,10 @@ export class Store {
           observed_quantity, note, first_seen_run_id)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
       skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
+      // A re-poll that stored the detail only: done in this walk, but fetched_at (when detail and
+      // history were last stored, which re-verification goes by) stays.
+      skuDetailPolled: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
+      storedLeaves: p(`SELECT location_id, quantity, freshness_status, freshness_last_replayed_at FROM sku_location_quantities WHERE sku_id = ?`),
       skuFailed: p(`UPDATE sku_sync SET fail_count = fail_count + 1, last_error = ? WHERE sku_id = ?`),
       skuVanished: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id = ?`),
       markSkuDeleted: p(`UPDATE skus SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`),
@@ -487,6 +491,24 @@ export class Store {
     return this.s.replayRows.all(skuId) as Array<ReplayableRow & HistoryCopyKey>;
   }
 
+  /**
+   * Does the detail show exactly the leaves, quantities and freshness (status, last replay)
+   * stored for the SKU? Then a re-poll learned nothing that needs its history walked.
+   */
+  detailMatchesStored(skuId: string, detail: DetailResponse): boolean {
+    const stored = new Map(
+      (this.s.storedLeaves.all(skuId) as Array<{ location_id: string; quantity: number; freshness_status: string | null; freshness_last_replayed_at: string | null }>).map(
+        (r) => [r.location_id, r],
+      ),
+    );
+    const ids = new Set(detail.locations.map((l) => l.id));
+    if (ids.size !== stored.size || ids.size !== detail.locations.length) return false;
+    return detail.locations.every((l) => {
+      const r = stored.get(l.id);
+      return !!r && r.quantity === l.quantity && r.freshness_status === l.freshness.status && r.freshness_last_replayed_at === l.freshness.lastReplayedAt;
+    });
+  }
+
   /** Is this copy of a history row stored for the SKU? */
   hasHistoryRow(skuId: string, key: HistoryCopyKey): boolean {
     return this.s.hasHistory.get(skuId, key.rowKey, key.dupIndex) !== undefined;
@@ -556,6 +578,7 @@ export class Store {
     detail: DetailResponse,
     history: HistoryRow[],
     complete = false,
+    opts: { historyWalked?: boolean } = {},
   ): { rowsAdded: number; rowsRemoved: number; notClean: DetailResponse["locations"] } {
     return this.db.transaction(() => {
       const now = iso();
@@ -607,7 +630,8 @@ export class Store {
           message: `freshness ${loc.freshness.status ?? "missing"}: the latest scan may not be reflected (last replayed ${loc.freshness.lastReplayedAt ?? "unknown"})`,
         });
       }
-      this.s.skuFetched.run(run.walkId, now, skuId);
+      if (opts.historyWalked === false) this.s.skuDetailPolled.run(run.walkId, skuId);
+      else this.s.skuFetched.run(run.walkId, now, skuId);
       this.s.runSkuDone.run(rowsAdded, run.id);
       return { rowsAdded, rowsRemoved, notClean };
     })();

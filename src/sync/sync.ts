@@ -22,7 +22,7 @@ import { saveSnapshot } from "../store/snapshots.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { WorkQueue } from "./queue.js";
 import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
-import { fetchSku, walkList } from "./walker.js";
+import { fetchDetail, fetchSku, walkList } from "./walker.js";
 import { planFull, planIncremental, reverifyShare, type PlanReason, type Planner } from "./planner.js";
 import type { ProgressSink } from "./progress.js";
 
@@ -54,6 +54,8 @@ export interface SyncResult {
   historyRowsAdded: number;
   /** SKUs whose incremental history did not add up to their quantities, so their whole history was walked. */
   historyDeepWalks: number;
+  /** Re-polled SKUs whose detail showed nothing new: stored with that one request, history not walked. */
+  repolledDetailOnly: number;
   requests: number;
   requestsByEndpoint: Record<string, number>;
   /** Attempts by HTTP status ("2xx" for successes) or error kind (network, timeout, invalid-response). */
@@ -72,6 +74,8 @@ interface QueuedSku {
   id: string;
   /** Walk the whole history even in an incremental run (rotating re-verification). */
   fullHistory: boolean;
+  /** Re-polled only because its stored freshness is not clean: detail first, history only if the detail moved. */
+  repoll: boolean;
 }
 
 /** Failed SKUs below this count never abort a run, whatever the share (small workspaces). */
@@ -214,7 +218,7 @@ async function executeRun(
   // A backfill into an empty history builds the history's BI indexes once, at the end (store.ts).
   if (store.deferHistoryIndexes(run)) logger.info({ runId: run.id }, "backfill: the history's secondary indexes are built once the walk ends");
   const deleteAfterMisses = incremental ? 2 : 1;
-  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0, deepWalks: 0 };
+  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0, deepWalks: 0, detailOnly: 0 };
   const reasons: Record<PlanReason | "reverified", number> = { new: 0, changed: 0, repolled: 0, retried: 0, reverified: 0 };
   let fatal: Error | null = null;
   // A queued SKU carries whether its whole history is walked even in an incremental run (rotating re-verification).
@@ -261,11 +265,11 @@ async function executeRun(
       pausedUntil: scheduler.pausedUntil,
     });
 
-  const enqueue = async (id: string, fullHistory = false): Promise<boolean> => {
+  const enqueue = async (id: string, fullHistory = false, repoll = false): Promise<boolean> => {
     if (active.has(id) || settled.has(id)) return false;
     active.add(id);
     enqueuedCount++;
-    await queue.put({ id, fullHistory });
+    await queue.put({ id, fullHistory, repoll });
     return true;
   };
 
@@ -303,7 +307,7 @@ async function executeRun(
           counters.planned += queued.length;
           for (const q of queued) {
             reasons[q.reason]++;
-            await enqueue(q.id);
+            await enqueue(q.id, false, q.reason === "repolled");
           }
           if (signal.aborted) return;
         }
@@ -341,8 +345,17 @@ async function executeRun(
       const skuId = next.value.id;
       let done = false;
       try {
+        // A re-poll costs one request when the detail shows nothing new (issue 10 §3).
+        const polled = next.value.repoll ? await fetchDetail(client, skuId, signal) : undefined;
+        if (polled && store.detailMatchesStored(skuId, polled) && historyAddsUp(store, skuId, polled, [])) {
+          await store.grouped(() => store.saveSku(run, skuId, polled, [], false, { historyWalked: false }));
+          done = true;
+          counters.fetched++;
+          counters.detailOnly++;
+          continue;
+        }
         const enough = incremental && !next.value.fullHistory ? historyStop(store, skuId, config.sync.historyOverlapRows) : undefined;
-        let f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}) }, signal);
+        let f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}), ...(polled ? { detail: polled } : {}) }, signal);
         if (!f.complete && !historyAddsUp(store, skuId, f.detail, f.history)) {
           // A row arrived late, deeper than the lookback overlap: walk the whole history.
           counters.deepWalks++;
@@ -434,6 +447,7 @@ async function executeRun(
     locations: counters.locations,
     historyRowsAdded: counters.rowsAdded,
     historyDeepWalks: counters.deepWalks,
+    repolledDetailOnly: counters.detailOnly,
     requests: scheduler.stats.requests,
     requestsByEndpoint: { ...scheduler.stats.byEndpoint },
     requestsByStatus: { ...scheduler.stats.byStatus },

@@ -115,6 +115,18 @@ export interface FetchedSku {
   complete: boolean;
 }
 
+/** A SKU's detail alone (a re-poll), checked to be that SKU's. */
+export async function fetchDetail(client: ApiClient, skuId: string, signal: AbortSignal): Promise<DetailResponse> {
+  return checkDetailFor(skuId, await client.detail(skuId, signal));
+}
+
+function checkDetailFor(skuId: string, detail: DetailResponse): DetailResponse {
+  if (detail.sku.id.toLowerCase() !== skuId.toLowerCase()) {
+    throw new ApiError(`detail (SKU ${skuId}): the response is for SKU ${detail.sku.id}`, { kind: "invalid-response", endpoint: "detail" });
+  }
+  return detail;
+}
+
 /**
  * A SKU's detail and history, as one unit (nothing is written until all of it is here).
  * `enough(rowsSoFar)` lets an incremental sync stop paging once it has reached stored rows.
@@ -125,10 +137,7 @@ export async function fetchSku(
   opts: { historyLimit: number; enough?: (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean; detail?: DetailResponse },
   signal: AbortSignal,
 ): Promise<FetchedSku> {
-  const detail = opts.detail ?? (await client.detail(skuId, signal));
-  if (detail.sku.id.toLowerCase() !== skuId.toLowerCase()) {
-    throw new ApiError(`detail (SKU ${skuId}): the response is for SKU ${detail.sku.id}`, { kind: "invalid-response", endpoint: "detail" });
-  }
+  const detail = checkDetailFor(skuId, opts.detail ?? (await client.detail(skuId, signal)));
   for (let attempt = 0; ; attempt++) {
     const history: HistoryRow[] = [];
     let requests = 1;
