@@ -26,6 +26,7 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
   },
   "last-cursor-absent": { about: "the last page has no page.nextCursor key", options: { variance: { lastCursor: "absent" } } },
   "last-cursor-empty": { about: 'the last page has page.nextCursor ""', options: { variance: { lastCursor: "empty" } } },
+  "last-page-absent": { about: "the last page has no page object at all", options: { variance: { lastCursor: "no-page" } } },
   "url-hostile-cursors": {
     about: "cursors hold characters a URL must encode (+ / = & ? % # space, non-ASCII)",
     options: { variance: { cursorStyle: "url-hostile" } },
@@ -57,8 +58,8 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
     options: { variance: { nulls: "omit", extraFields: true, lastCursor: "empty" } },
   },
   "data-variance": {
-    about: "zero-roots-omitted + zero-leaves-shown + other-kinds + other-error-codes",
-    options: { variance: { zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other" } },
+    about: "zero-roots-omitted + zero-leaves-shown + other-kinds + other-error-codes + last-page-absent",
+    options: { variance: { zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other", lastCursor: "no-page" } },
   },
   "all-variance": {
     about: "every variance option above at once (shuffled list, url-hostile cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor)",
@@ -73,8 +74,8 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
 
 /** Each profile that varies one open point of the document's shapes, order or paging. */
 export const VARIANCE_PROFILES: readonly string[] = [
-  "list-reverse", "list-shuffled", "children-first", "last-cursor-absent", "last-cursor-empty", "url-hostile-cursors", "omit-nulls",
-  "extra-fields", "zero-roots-omitted", "zero-leaves-shown", "other-kinds", "other-error-codes", "short-pages",
+  "list-reverse", "list-shuffled", "children-first", "last-cursor-absent", "last-cursor-empty", "last-page-absent", "url-hostile-cursors",
+  "omit-nulls", "extra-fields", "zero-roots-omitted", "zero-leaves-shown", "other-kinds", "other-error-codes", "short-pages",
 ];
 
 /**

@@ -28,8 +28,8 @@ export interface VarianceOptions {
   locationOrder?: "tree" | "children-first";
   /** Order of detail `locations`: by leaf id (default) or descending. */
   detailOrder?: "id" | "reverse";
-  /** `page.nextCursor` on the last page: null (default), the key left out, or "". */
-  lastCursor?: "null" | "absent" | "empty";
+  /** `page.nextCursor` on the last page: null (default), the key left out, "", or no `page` object at all. */
+  lastCursor?: "null" | "absent" | "empty" | "no-page";
   /** Cursor text: base64url (default) or text with characters a URL must encode (`+/=&?%# ` and non-ASCII). */
   cursorStyle?: "opaque" | "url-hostile";
   /** Null-valued fields: sent as null (default) or left out (every nullable key, nested too). */
@@ -69,7 +69,7 @@ const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
   listOrder: ["id", "reverse", "shuffled"],
   locationOrder: ["tree", "children-first"],
   detailOrder: ["id", "reverse"],
-  lastCursor: ["null", "absent", "empty"],
+  lastCursor: ["null", "absent", "empty", "no-page"],
   cursorStyle: ["opaque", "url-hostile"],
   nulls: ["send", "omit"],
   extraFields: [true, false],
@@ -214,6 +214,7 @@ export class Shaper {
       const page = b.page as Record<string, unknown>;
       if (page.nextCursor === null && this.v.lastCursor === "absent") delete page.nextCursor;
       if (page.nextCursor === null && this.v.lastCursor === "empty") page.nextCursor = "";
+      if (page.nextCursor === null && this.v.lastCursor === "no-page") delete b.page;
     }
     // page.nextCursor's own rule decides it; every other null goes.
     if (this.v.nulls === "omit") omitNulls(b, (path) => path === "page.nextCursor");

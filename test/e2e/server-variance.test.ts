@@ -34,6 +34,17 @@ const HISTORY_DEPTH = 10;
 const SLOW = { kind: "slow", delayMs: 10 } as const;
 /** The crash run is killed once the simulator has served this many detail requests. */
 const KILL_AFTER_DETAILS = 30;
+/**
+ * The sync asks for 100 per page; every server here serves at most this many (unless its profile
+ * caps pages itself), so every walk spans pages and cursors: checkpoints, resumes and cursor
+ * shapes are exercised with every profile, not only with the short-pages ones.
+ */
+const PAGE_CAP = 12;
+/** During the incremental run: one list cursor and one history cursor rejected (400 invalid_cursor, or what the profile's errors say). */
+const REJECT_CURSORS = [
+  { kind: "reject-cursor", endpoint: "list", count: 1 },
+  { kind: "reject-cursor", endpoint: "history", count: 1 },
+] as const;
 /** Every Nth SKU (by id) gets one of the list-visible mutations. */
 const CHURN_EVERY = 6;
 
@@ -103,10 +114,13 @@ describe("server variance: the mirror against each server profile", () => {
 
   for (const name of PROFILES) {
     it(`${name} (${SERVER_PROFILES[name]?.about ?? "?"}): kill -9 mid full sync + resume, rerun adds 0 rows, churn + incremental: each equal to ground truth`, async () => {
-      const sim = await startSimulator({ seed: 11, skus: SKUS, historyDepth: HISTORY_DEPTH, apiKey: KEY, ...profileOptions([name]) });
-      // A server that caps page size makes the list walk's checkpoints land every `cap` SKUs.
-      const cap = profileOptions([name]).variance?.maxPageSize ?? null;
-      const pageSize = cap === null ? DEFAULTS.listPageSize : Math.min(DEFAULTS.listPageSize, cap);
+      const profile = profileOptions([name]);
+      const cap = profile.variance?.maxPageSize ?? PAGE_CAP;
+      const sim = await startSimulator({
+        seed: 11, skus: SKUS, historyDepth: HISTORY_DEPTH, apiKey: KEY, ...profile, variance: { ...profile.variance, maxPageSize: cap },
+      });
+      // The list walk's checkpoints land every `pageSize` SKUs.
+      const pageSize = Math.min(DEFAULTS.listPageSize, cap);
       try {
         const truth = sim.groundTruth();
         const db = join(dir, `${name}.db`);
@@ -143,9 +157,14 @@ describe("server variance: the mirror against each server profile", () => {
 
         // 4. Churn the list shows, then an incremental sync.
         expect(visibleChurn(sim)).toBeGreaterThan(10);
+        sim.setFaults([...REJECT_CURSORS]);
+        sim.resetStats();
         const incr = await sync(sim, db, []);
+        // The list walk always sends a cursor (it spans pages); a history walk only when it goes past one page.
+        expect(sim.stats().faultsFired["reject-cursor"], "a cursor rejection was served").toBeGreaterThanOrEqual(1);
         expect(incr.code, incr.out).toBe(0);
         expect(incr.run).toMatchObject({ mode: "incremental", status: "succeeded" });
+        sim.setFaults([]);
         expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
       } finally {
         await sim.close();
