@@ -20,6 +20,8 @@
  * - nodeKind: `location` (root), `section`, `leaf`. lastSourceKind: `event` or `set`.
  * - Movement rows carry null setSessionId / setTypeCode / observedQuantity; notes may be null.
  * - A scope on the inactive leaf is accepted and holds nothing.
+ * Each of these can be taken another way with `variance` (variance.ts) or a named profile
+ * (profiles.ts); docs/server-variance.md lists them with the tests that cover them.
  */
 import { randomBytes } from "node:crypto";
 import type { FaultRule } from "./faults.js";
