@@ -53,27 +53,30 @@ function safeDecode(s: string): string | null {
 
 export type ApiBody = WorkspaceResponseIn | LocationsResponseIn | ListResponseIn | DetailResponseIn | HistoryResponseIn;
 
-export function handleApi(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams): ApiBody {
+/** How many items a page holds for a requested `limit` (server variance: a server may cap it). */
+export type PageSizer = (limit: number) => number;
+
+export function handleApi(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, pageSize: PageSizer = (l) => l): ApiBody {
   switch (route.endpoint) {
     case "workspace":
       return model.workspace();
     case "locations":
       return model.locations();
     case "list":
-      return list(model, cursors, query);
+      return list(model, cursors, query, pageSize);
     case "detail":
       return model.detail(skuIdOf(route), scopeOf(model, query));
     case "history":
-      return history(model, cursors, route, query);
+      return history(model, cursors, route, query, pageSize);
   }
 }
 
-function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams): ListResponseIn {
+function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, pageSize: PageSizer): ListResponseIn {
   const scopeLocationId = scopeOf(model, query);
   const q = query.get("q") ?? "";
   const stockState = (query.get("stockState") ?? "all") as StockState;
   if (!STOCK_STATES.includes(stockState)) throw invalid(`stockState must be one of ${STOCK_STATES.join(", ")}`);
-  const limit = limitOf(query, 50);
+  const limit = pageSize(limitOf(query, 50));
   // q is bound case-insensitively: matching is, so "Shirt" and "shirt" walk the same list.
   const f = CursorCodec.fingerprint({ e: "list", scope: scopeLocationId, q: q.toLowerCase(), stockState });
   const cursor = query.get("cursor");
@@ -92,10 +95,10 @@ function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams): Li
   };
 }
 
-function history(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams): HistoryResponseIn {
+function history(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, pageSize: PageSizer): HistoryResponseIn {
   const skuId = skuIdOf(route);
   const scopeLocationId = scopeOf(model, query);
-  const limit = limitOf(query, 20);
+  const limit = pageSize(limitOf(query, 20));
   const f = CursorCodec.fingerprint({ e: "history", skuId, scope: scopeLocationId });
   const cursor = query.get("cursor");
   let after = null;

@@ -20,6 +20,8 @@
  * - nodeKind: `location` (root), `section`, `leaf`. lastSourceKind: `event` or `set`.
  * - Movement rows carry null setSessionId / setTypeCode / observedQuantity; notes may be null.
  * - A scope on the inactive leaf is accepted and holds nothing.
+ * Each of these can be taken another way with `variance` (variance.ts) or a named profile
+ * (profiles.ts); docs/server-variance.md lists them with the tests that cover them.
  */
 import { randomBytes } from "node:crypto";
 import type { FaultRule } from "./faults.js";
@@ -28,6 +30,7 @@ import type { QuotaOptions } from "./quota.js";
 import { SimServer } from "./server.js";
 import type { SimStats } from "./stats.js";
 import type { GroundTruth } from "./types.js";
+import type { VarianceOptions } from "./variance.js";
 
 export interface SimulatorOptions extends ModelOptions {
   /** Default: random `sim_` + 32 hex characters. */
@@ -41,6 +44,8 @@ export interface SimulatorOptions extends ModelOptions {
   /** Per-workspace token bucket; null (default) = unlimited. */
   quota?: QuotaOptions | null;
   faults?: FaultRule[];
+  /** Where the API document leaves a choice open, take it another way (variance.ts; profiles.ts names bundles). */
+  variance?: VarianceOptions;
 }
 
 export interface RunningSimulator {
@@ -48,7 +53,10 @@ export interface RunningSimulator {
   baseUrl: string;
   apiKey: string;
   model: SimModel;
+  /** What a mirror should hold: the model's data, with the data transformations of `variance` applied. */
   groundTruth(): GroundTruth;
+  /** Current SKU ids in the order the list endpoint walks them (by id unless `variance.listOrder` says otherwise). */
+  listOrder(): string[];
   stats(): SimStats;
   resetStats(): void;
   setFaults(rules: FaultRule[]): void;
@@ -69,6 +77,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     quota: opts.quota ?? null,
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
+    ...(opts.variance ? { variance: opts.variance } : {}),
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;
@@ -76,7 +85,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     baseUrl: `http://${hostPart}:${port}${prefix}`,
     apiKey,
     model,
-    groundTruth: () => model.groundTruth(),
+    groundTruth: () => server.shaper.truth(model.groundTruth()),
+    listOrder: () => model.listOrderIds(),
     stats: () => server.getStats(),
     resetStats: () => server.resetStats(),
     setFaults: (rules) => server.setFaults(rules),
@@ -96,6 +106,8 @@ export type { ListFilter, ModelOptions, StockState } from "./model.js";
 export { FAULT_KINDS, parseFaultSpec, validateFaultRule } from "./faults.js";
 export type { FaultKind, FaultRule } from "./faults.js";
 export type { QuotaOptions } from "./quota.js";
+export { DEFAULT_VARIANCE, resolveVariance } from "./variance.js";
+export type { VarianceOptions, ResolvedVariance } from "./variance.js";
 export type { RetryAfterViolation } from "./quota.js";
 export type { SimStats } from "./stats.js";
 export type { ChurnSummary } from "./churn.js";

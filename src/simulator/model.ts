@@ -74,7 +74,7 @@ export interface ListPage {
   locations: RootSummaryIn[];
   summary: SummaryIn;
   items: ListItemIn[];
-  /** Id of the last item when another page follows, else null. */
+  /** List key (the id, unless the order was changed) of the last item when another page follows, else null. */
   nextAfter: string | null;
 }
 
@@ -131,6 +131,9 @@ export class SimModel {
   private readonly sessionUuid: (skuIdx: number, ref: number) => string;
   /** Bumped by every mutation; list views built for an older version are stale. */
   private revision = 0;
+  /** List order as a sort key of the SKU id (ascending key = list order); null = by id (server variance). */
+  private listKey: ((id: string) => string) | null = null;
+  private ordered: { version: number; skus: SkuState[] } | null = null;
 
   constructor(opts: ModelOptions = {}) {
     const o = { ...MODEL_DEFAULTS, ...stripUndefined(opts) };
@@ -169,16 +172,45 @@ export class SimModel {
     return this.revision;
   }
 
+  /**
+   * Order the list by `key(id)` ascending instead of by id (null: by id again). The list
+   * cursor's position is then a key, not an id; the ground truth stays sorted by id.
+   */
+  setListOrder(key: ((id: string) => string) | null): void {
+    this.listKey = key;
+    this.ordered = null;
+    this.mutated();
+  }
+
+  /** Current SKU ids in the list endpoint's order. */
+  listOrderIds(): string[] {
+    return this.listSkus().map((s) => s.id);
+  }
+
+  private listKeyOf(sku: SkuState): string {
+    return this.listKey ? this.listKey(sku.id) : sku.id;
+  }
+
+  private listSkus(): SkuState[] {
+    const key = this.listKey;
+    if (!key) return this.state.skus;
+    if (!this.ordered || this.ordered.version !== this.revision) {
+      const keyed = this.state.skus.map((s) => [key(s.id), s] as const).sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+      this.ordered = { version: this.revision, skus: keyed.map(([, s]) => s) };
+    }
+    return this.ordered.skus;
+  }
+
   listPage(filter: ListFilter, after: string | null, limit: number): ListPage {
     const view = this.view(filter);
     let i = 0;
     if (after !== null) {
-      // Keyset: first SKU whose id sorts after the cursor's (it may have been removed since).
+      // Keyset: first SKU whose key sorts after the cursor's (it may have been removed since).
       let lo = 0;
       let hi = view.skus.length;
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
-        if (view.skus[mid]!.id <= after) lo = mid + 1;
+        if (this.listKeyOf(view.skus[mid]!) <= after) lo = mid + 1;
         else hi = mid;
       }
       i = lo;
@@ -196,7 +228,7 @@ export class SimModel {
       locations: view.locations.map((l) => ({ ...l, leafLocationIds: [...(l.leafLocationIds ?? [])] })),
       summary: { ...view.summary },
       items,
-      nextAfter: end < view.skus.length && items.length > 0 ? view.skus[end - 1]!.id : null,
+      nextAfter: end < view.skus.length && items.length > 0 ? this.listKeyOf(view.skus[end - 1]!) : null,
     };
   }
 
@@ -612,7 +644,7 @@ export class SimModel {
     const qty = new Float64Array(nRoots);
     const has = new Uint8Array(nRoots);
     let sum = 0;
-    for (const sku of this.state.skus) {
+    for (const sku of this.listSkus()) {
       if (q && !sku.search.includes(q)) continue;
       qty.fill(0);
       has.fill(0);

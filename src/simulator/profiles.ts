@@ -24,7 +24,76 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
     about: "long runs of history rows sharing one occurredAt (~150 rows, across page boundaries at limit 100)",
     options: { tieRuns: 2 },
   },
+
+  // ---- where the document says "not shown" or leaves a choice open (variance.ts) ----
+  "list-reverse": { about: "list items ordered by id descending", options: { variance: { listOrder: "reverse" } } },
+  "list-shuffled": { about: "list items in a stable order that is not by id (a keyed hash of the id)", options: { variance: { listOrder: "shuffled" } } },
+  "children-first": {
+    about: "locations endpoint lists children before their parents; detail locations by id descending",
+    options: { variance: { locationOrder: "children-first", detailOrder: "reverse" } },
+  },
+  "last-cursor-absent": { about: "the last page has no page.nextCursor key", options: { variance: { lastCursor: "absent" } } },
+  "last-cursor-empty": { about: 'the last page has page.nextCursor ""', options: { variance: { lastCursor: "empty" } } },
+  "last-page-absent": { about: "the last page has no page object at all", options: { variance: { lastCursor: "no-page" } } },
+  "url-hostile-cursors": {
+    about: "cursors hold characters a URL must encode (+ / = & ? % # space, non-ASCII)",
+    options: { variance: { cursorStyle: "url-hostile" } },
+  },
+  "omit-nulls": { about: "null-valued fields are left out instead of sent as null", options: { variance: { nulls: "omit" } } },
+  "extra-fields": {
+    about: "unknown extra fields on every object (top level, items, nested objects, history rows, errors), some changing per response",
+    options: { variance: { extraFields: true } },
+  },
+  "zero-roots-omitted": { about: "roots where a SKU has 0 are left out of locationQuantities", options: { variance: { zeroRoots: "omit" } } },
+  "zero-leaves-shown": { about: "detail shows every active leaf, with quantity 0 where the SKU never had stock", options: { variance: { zeroLeaves: "send" } } },
+  "other-kinds": { about: "nodeKind zone / bin for sections / leaves; lastSourceKind movement_event / stocktake", options: { variance: { kinds: "other" } } },
+  "other-error-codes": {
+    about: "error codes beyond the named ones (e.g. RESOURCE_NOT_FOUND), 422 for bad parameters and cursors",
+    options: { variance: { errors: "other" } },
+  },
+  "short-pages": { about: "the server serves at most 7 items per page whatever limit asks", options: { variance: { maxPageSize: 7 } } },
+  // ---- bundles of the above, so one end-to-end run covers several open points ----
+  "order-variance": {
+    about: "list-shuffled + children-first: nothing arrives in id or tree order",
+    options: { variance: { listOrder: "shuffled", locationOrder: "children-first", detailOrder: "reverse" } },
+  },
+  "paging-variance": {
+    about: "url-hostile-cursors + last-cursor-absent + short-pages (5 per page)",
+    options: { variance: { cursorStyle: "url-hostile", lastCursor: "absent", maxPageSize: 5 } },
+  },
+  "shape-variance": {
+    about: "omit-nulls + extra-fields + last-cursor-empty",
+    options: { variance: { nulls: "omit", extraFields: true, lastCursor: "empty" } },
+  },
+  "data-variance": {
+    about: "zero-roots-omitted + zero-leaves-shown + other-kinds + other-error-codes + last-page-absent",
+    options: { variance: { zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other", lastCursor: "no-page" } },
+  },
+  "all-variance": {
+    about: "every variance option above at once (shuffled list, url-hostile cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor)",
+    options: {
+      variance: {
+        listOrder: "shuffled", locationOrder: "children-first", detailOrder: "reverse", lastCursor: "empty", cursorStyle: "url-hostile",
+        nulls: "omit", extraFields: true, zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other", maxPageSize: 9,
+      },
+    },
+  },
 };
+
+/** Each profile that varies one open point of the document's shapes, order or paging. */
+export const VARIANCE_PROFILES: readonly string[] = [
+  "list-reverse", "list-shuffled", "children-first", "last-cursor-absent", "last-cursor-empty", "last-page-absent", "url-hostile-cursors",
+  "omit-nulls", "extra-fields", "zero-roots-omitted", "zero-leaves-shown", "other-kinds", "other-error-codes", "short-pages",
+];
+
+/**
+ * What the server-variance end-to-end test runs by default: every option of VARIANCE_PROFILES,
+ * bundled so the file stays cheap (each bundle is a union of single profiles above; run one
+ * single profile with SERVER_PROFILES=name). Other helpers' profiles join by name.
+ */
+export const VARIANCE_E2E_PROFILES: readonly string[] = [
+  "default", "order-variance", "paging-variance", "shape-variance", "data-variance", "all-variance", "history-identical-rows", "history-ties",
+];
 
 /** The options of the named profiles, merged left to right (later names win; nested objects merge). */
 export function profileOptions(names: readonly string[]): Partial<SimulatorOptions> {

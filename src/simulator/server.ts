@@ -27,6 +27,7 @@ import type { SimModel } from "./model.js";
 import { retryAfterDeadline, TokenBucket, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
+import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 const MAX_ADMIN_BODY = 1024 * 1024;
@@ -43,6 +44,8 @@ export interface SimServerOptions {
   faults: FaultRule[];
   /** Seeds fault selection and the cursor secret. */
   seed: number;
+  /** How this server answers where the API document leaves a choice open (default: the simulator's own choices). */
+  variance?: VarianceOptions;
 }
 
 export class SimServer {
@@ -59,14 +62,18 @@ export class SimServer {
   /** Pending `slow` delays, released at close so nothing keeps the process alive. */
   private readonly waits = new Set<() => void>();
   private closing = false;
+  readonly shaper: Shaper;
 
   constructor(o: SimServerOptions) {
     this.model = o.model;
     this.prefix = o.prefix;
     this.seed = o.seed;
     this.keyDigest = digest(o.apiKey);
+    this.shaper = new Shaper(o.variance, o.model);
+    o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed));
     // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
-    this.cursors = new CursorCodec(createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest());
+    const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
+    this.cursors = this.shaper.options.cursorStyle === "url-hostile" ? new HostileCursorCodec(secret) : new CursorCodec(secret);
     this.faults = new FaultEngine([], o.seed);
     this.setFaults(o.faults);
     this.setQuota(o.quota);
@@ -140,7 +147,7 @@ export class SimServer {
     try {
       url = new URL(req.url ?? "/", "http://simulator.invalid");
     } catch {
-      return void sendError(res, 400, "bad_request", "Unparsable request target");
+      return void this.sendApiError(res, 400, "bad_request", "Unparsable request target");
     }
     const inner = this.stripPrefix(url.pathname);
     if (inner !== null && (inner === "/_sim" || inner.startsWith("/_sim/"))) return this.admin(req, res, inner.slice("/_sim".length), url);
@@ -150,7 +157,7 @@ export class SimServer {
     let outcome: number | "reset" | null = null;
     res.once("close", () => finish(outcome ?? (res.writableFinished ? res.statusCode : "reset")));
 
-    if (!this.authorized(req)) return void sendError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
+    if (!this.authorized(req)) return void this.sendApiError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
     if (this.bucket) {
       const taken = this.bucket.take();
       if (!taken.ok) {
@@ -158,8 +165,8 @@ export class SimServer {
         return this.sendRetryAfter(res, 429, "rate_limited", "Workspace quota exceeded", String(taken.retryAfterSeconds));
       }
     }
-    if (!route) return void sendError(res, 404, "not_found", `No such endpoint: ${url.pathname}`);
-    if (req.method !== "GET") return void sendError(res, 405, "method_not_allowed", "The API is read-only: only GET is allowed", { allow: "GET" });
+    if (!route) return void this.sendApiError(res, 404, "not_found", `No such endpoint: ${url.pathname}`);
+    if (req.method !== "GET") return void this.sendApiError(res, 405, "method_not_allowed", "The API is read-only: only GET is allowed", { allow: "GET" });
 
     const decision = this.faults.decide({ endpoint: route.endpoint, skuId: route.skuId, hasCursor: !!url.searchParams.get("cursor") });
     if (decision.delayMs > 0) {
@@ -179,7 +186,7 @@ export class SimServer {
         req.socket.resetAndDestroy();
         return;
       case "reject-cursor":
-        return void sendError(res, 400, "invalid_cursor", "cursor is not valid for this request");
+        return void this.sendApiError(res, 400, "invalid_cursor", "cursor is not valid for this request");
       case "html":
         return void send(res, 200, "text/html; charset=utf-8", Buffer.from(PROXY_ERROR_PAGE));
       case "malformed-json":
@@ -192,11 +199,13 @@ export class SimServer {
     let status = 200;
     let body: unknown;
     try {
-      body = handleApi(this.model, this.cursors, route, url.searchParams);
+      body = handleApi(this.model, this.cursors, route, url.searchParams, (limit) => this.shaper.pageSize(limit));
+      body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null);
     } catch (err) {
       if (!(err instanceof SimApiError)) throw err;
-      status = err.status;
-      body = { error: { code: err.code, message: err.message } };
+      const e = this.shaper.error(err.status, err.code);
+      status = e.status;
+      body = this.shaper.errorBody(e.code, err.message);
     }
     if (fault?.kind === "missing-field" && status === 200) body = withoutRequiredField(route.endpoint, body);
     const buf = Buffer.from(JSON.stringify(body));
@@ -226,9 +235,16 @@ export class SimServer {
     return timingSafeEqual(digest(m[1]!), this.keyDigest);
   }
 
+  /** An error of the API pipeline, with the status, code and body shape this server's variance gives it. */
+  private sendApiError(res: ServerResponse, status: number, code: string, message: string, headers: Record<string, string> = {}): void {
+    const e = this.shaper.error(status, code);
+    send(res, e.status, JSON_TYPE, Buffer.from(JSON.stringify(this.shaper.errorBody(e.code, message))), headers);
+  }
+
   /** A 429/503 whose Retry-After (if any) the ledger will hold later requests to. */
   private sendRetryAfter(res: ServerResponse, status: number, code: string, message: string, retryAfter: string | null): void {
-    send(res, status, JSON_TYPE, errorBuffer(code, message), retryAfter === null ? {} : { "retry-after": retryAfter });
+    const e = this.shaper.error(status, code);
+    send(res, e.status, JSON_TYPE, Buffer.from(JSON.stringify(this.shaper.errorBody(e.code, message))), retryAfter === null ? {} : { "retry-after": retryAfter });
     if (retryAfter === null) return;
     const sentAt = Date.now();
     const deadline = retryAfterDeadline(retryAfter, sentAt);
@@ -322,14 +338,14 @@ export class SimServer {
 
   private async streamGroundTruth(res: ServerResponse): Promise<void> {
     res.writeHead(200, { "content-type": JSON_TYPE });
-    const head = JSON.stringify({ workspace: this.model.workspace(), locations: this.model.locations().locations });
+    const head = JSON.stringify({ workspace: this.model.workspace(), locations: this.shaper.truthLocations(this.model.locations().locations) });
     res.write(`${head.slice(0, -1)},"skus":[`);
     // Batched into ~256 KB writes: one write per SKU spends more time in the stream than in rendering.
     let batch: string[] = [];
     let size = 0;
     let first = true;
     for (const sku of this.model.groundTruthSkus()) {
-      const json = (first ? "" : ",") + JSON.stringify(sku);
+      const json = (first ? "" : ",") + JSON.stringify(this.shaper.truthSku(sku));
       first = false;
       batch.push(json);
       size += json.length;

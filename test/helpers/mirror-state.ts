@@ -109,7 +109,13 @@ const historyTuple = (r: Record<string, unknown>) =>
  *   whole number of pages (or all, with list_done set), its cursor set iff the walk is
  *   under way, and each SKU it listed is either queued (pending) or fetched in it.
  */
-export function consistencyProblems(path: string, tr: GroundTruth, gone: GroundTruth["skus"] = []): string[] {
+export function consistencyProblems(
+  path: string,
+  tr: GroundTruth,
+  gone: GroundTruth["skus"] = [],
+  /** The list endpoint's order (default: by id, as ground truth) and page size (default the sync's), for servers that differ. */
+  list: { order?: string[]; pageSize?: number } = {},
+): string[] {
   if (!existsSync(path)) return [];
   return withDb(path, (db) => {
     const problems: string[] = [];
@@ -183,10 +189,10 @@ export function consistencyProblems(path: string, tr: GroundTruth, gone: GroundT
       | undefined;
     if (run) {
       const listed = (db.prepare("SELECT sku_id FROM sku_sync WHERE listed_walk_id = ? ORDER BY sku_id").all(run.walk_id) as Array<{ sku_id: string }>).map((r) => r.sku_id);
-      const firstN = tr.skus.slice(0, listed.length).map((t) => t.item.id as string);
+      const firstN = (list.order ?? tr.skus.map((t) => t.item.id as string)).slice(0, listed.length).sort();
       if (JSON.stringify(listed) !== JSON.stringify(firstN)) problems.push(`walk ${run.walk_id} listed SKUs that are not the first ${listed.length} of the list`);
       const all = listed.length === tr.skus.length;
-      const wholePages = listed.length % DEFAULTS.listPageSize === 0 || all;
+      const wholePages = listed.length % (list.pageSize ?? DEFAULTS.listPageSize) === 0 || all;
       if (!wholePages) problems.push(`walk ${run.walk_id} listed ${listed.length} SKUs: not a whole number of pages`);
       if ((run.list_done === 1) !== all) problems.push(`walk ${run.walk_id}: list_done ${run.list_done} with ${listed.length}/${tr.skus.length} listed`);
       if ((run.list_cursor !== null) !== (listed.length > 0 && !all)) problems.push(`walk ${run.walk_id}: list_cursor ${run.list_cursor ? "set" : "null"} with ${listed.length} listed`);
