@@ -38,9 +38,13 @@ export interface SimulatorOptions extends ModelOptions {
   port?: number;
   /** Path prefix, e.g. "/api" → http://host:port/api/v1/external/... */
   prefix?: string;
-  /** Per-workspace token bucket; null (default) = unlimited. */
+  /** Per-workspace quota (token bucket or fixed window, quota.ts); null (default) = unlimited. */
   quota?: QuotaOptions | null;
   faults?: FaultRule[];
+  /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
+  latencyMs?: number;
+  /** Latency varies uniformly by ± this many ms, seeded (default 0). */
+  latencyJitterMs?: number;
 }
 
 export interface RunningSimulator {
@@ -69,6 +73,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     quota: opts.quota ?? null,
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
+    latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;
@@ -95,7 +100,8 @@ export { createModel, MODEL_DEFAULTS, SimModel, STOCK_STATES } from "./model.js"
 export type { ListFilter, ModelOptions, StockState } from "./model.js";
 export { FAULT_KINDS, parseFaultSpec, validateFaultRule } from "./faults.js";
 export type { FaultKind, FaultRule } from "./faults.js";
-export type { QuotaOptions } from "./quota.js";
+export { RETRY_AFTER_FORMS } from "./quota.js";
+export type { FixedWindowOptions, QuotaOptions, RetryAfterForm, TokenBucketOptions } from "./quota.js";
 export type { RetryAfterViolation } from "./quota.js";
 export type { SimStats } from "./stats.js";
 export type { ChurnSummary } from "./churn.js";
