@@ -7,6 +7,7 @@
  * it and the test that covers it.
  */
 import type { SimulatorOptions } from "./index.js";
+import { QUOTA_PROFILES } from "./quota-profiles.js";
 
 export interface ServerProfile {
   /** One line: which behaviour the document allows, that this profile takes. */
@@ -16,6 +17,7 @@ export interface ServerProfile {
 
 export const SERVER_PROFILES: Record<string, ServerProfile> = {
   default: { about: "the simulator's own choices (README 'Simulator', src/simulator/index.ts)", options: {} },
+  ...QUOTA_PROFILES,
 };
 
 /** The options of the named profiles, merged left to right (later names win; nested objects merge). */

@@ -14,6 +14,8 @@ import {
   TokenBucket,
 } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { profileOptions } from "../../src/simulator/profiles.js";
+import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";
 import { API, get, sleep } from "./helpers.js";
 
 describe("TokenBucket (fake clock)", () => {
@@ -277,5 +279,17 @@ describe("quota shapes over HTTP (no sleeps: the windows are far longer than the
     expect(rs.map((r) => r.status).sort()).toEqual([200, 200, 429]);
     expect(sim.stats()).toMatchObject({ requests: 3, accepted: 2, rateLimited: 1 });
     await expect(startSimulator({ latencyMs: -1 })).rejects.toThrow();
+  });
+});
+
+describe("quota profiles", () => {
+  it("every quota profile is a valid simulator configuration, and they combine", async () => {
+    for (const name of Object.keys(QUOTA_PROFILES)) {
+      const sim = await startSimulator({ seed: 1, skus: 5, ...profileOptions([name]) });
+      await sim.close();
+    }
+    const both = profileOptions(["quota-small-burst", "quota-503-bursts"]);
+    expect(both.quota).toEqual({ requestsPerSecond: 40, burst: 10 });
+    expect(both.faults).toEqual([{ kind: "503", probability: 0.01, burst: 4 }]);
   });
 });
