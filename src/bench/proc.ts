@@ -131,10 +131,11 @@ export interface Simulator {
 
 /**
  * A simulator in its own process. `cli`: the `inventory-mirror simulate` command itself;
- * otherwise the bench's sim-process (the same startSimulator, plus `settle`).
+ * otherwise the bench's sim-process (the same startSimulator, plus `settle`). `args`: more
+ * flags (the `simulate` command's: quota shape, latency, faults).
  */
-export async function startSimulator(o: { skus: number; seed: number; quotaRps?: number; cli: boolean }): Promise<Simulator> {
-  const flags = ["--skus", String(o.skus), "--seed", String(o.seed), ...(o.quotaRps ? ["--quota-rps", String(o.quotaRps)] : [])];
+export async function startSimulator(o: { skus: number; seed: number; quotaRps?: number; cli: boolean; args?: string[] }): Promise<Simulator> {
+  const flags = ["--skus", String(o.skus), "--seed", String(o.seed), ...(o.quotaRps ? ["--quota-rps", String(o.quotaRps)] : []), ...(o.args ?? [])];
   const args = o.cli ? [BIN, "simulate", "--port", "0", ...flags] : [SIM_PROCESS, ...flags];
   const child = spawn(process.execPath, args, { env: childEnv({ INVENTORY_API_KEY: KEY }), stdio: ["pipe", "pipe", "inherit"] });
   const lines = createInterface({ input: child.stdout! });

@@ -7,13 +7,17 @@
  *
  *   npm run bench                          all five scenarios
  *   npm run bench -- --only 3,5            some of them
+ *   npm run bench -- quota                 only the quota matrix (scenario 1)
+ *   npm run bench -- quota --cell NAME     one cell of it (repeatable, or NAME,NAME)
  *   npm run bench -- --reps 1              one run where the default repeats (a quick look)
  *   npm run bench -- --profile             also one profiled 20,000-SKU sync (node --cpu-prof,
  *                                          into bench/profiles/), summarised in the results
  *
  * Scenarios (numbers as in issue 6):
- * 1 quota efficiency: full sync of 2,000 SKUs, simulator quota 100 requests/s.
- *   wall ÷ (accepted requests ÷ 100/s); 429s as a share of all requests.
+ * 1 quota matrix (issue 10): a full sync against each quota shape in quota-matrix.ts (token
+ *   buckets from 2 to 200 req/s with no, small and large bursts, a fixed window, Retry-After
+ *   as seconds / HTTP-date / absent, 503 bursts, 20 and 100 ms of latency): wall ÷ the least
+ *   time the quota allows, 429 share, Retry-After violations, mirror equal to ground truth.
  * 2 call economy: incremental sync of 20,000 SKUs after 1% churn (the simulator's churn
  *   endpoint, seeded): requests ÷ (list pages + detail and history pages of the changed SKUs).
  * 3 raw throughput: full sync of 20,000 SKUs, no quota: SKUs/s, requests/s and CPU per
@@ -30,13 +34,20 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
+import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCell, summariseMatrix, type CellResult } from "./quota-matrix.js";
 import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const OUT_DIR = join(ROOT, "bench");
 
-const { values } = parseArgs({ options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" } } });
-const only = new Set((values.only ?? "1,2,3,4,5").split(",").map((s) => Number(s.trim())));
+const { values, positionals } = parseArgs({
+  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true } },
+  allowPositionals: true,
+});
+for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
+const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5")).split(",").map((s) => Number(s.trim())));
+const cellNames = (values.cell ?? []).flatMap((c) => c.split(",")).map((c) => c.trim()).filter(Boolean);
+for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) throw new Error(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
 const repsOverride = values.reps ? Number(values.reps) : null;
 const reps = (n: number) => repsOverride ?? n;
 
@@ -103,41 +114,18 @@ interface SimStats {
 const resetStats = (sim: Simulator) => sim.admin("/stats/reset", "POST");
 const stats = (sim: Simulator) => sim.admin<SimStats>("/stats");
 
-// ------------------------------------------------------------------ 1 quota efficiency
+// ------------------------------------------------------------------ 1 quota matrix
 
-async function quotaEfficiency() {
-  const QUOTA = 100;
-  const sim = await startSimulator({ cli: true, skus: 2_000, seed: 101, quotaRps: QUOTA });
-  sims.push(sim);
-  const runs = [];
-  for (let i = 0; i < reps(3); i++) {
-    // A fresh bucket for every run (a full burst, as after a pause), and fresh counters.
-    await sim.admin("/quota", "POST", { requestsPerSecond: QUOTA });
-    await resetStats(sim);
-    const m = await syncCli(sim.baseUrl, join(work, `quota-${i}.db`), ["--full"]);
-    const s = await stats(sim);
-    const accepted = s.requests - s.rateLimited;
-    const ideal = (accepted / QUOTA) * 1000;
-    runs.push({
-      wallMs: round(m.wallMs, 0),
-      syncDurationMs: m.result.durationMs,
-      requests: s.requests,
-      accepted,
-      rateLimited: s.rateLimited,
-      idealMs: round(ideal, 0),
-      ratio: round(m.wallMs / ideal, 3),
-      ratioSyncDuration: round(m.result.durationMs / ideal, 3),
-      share429: round(s.rateLimited / s.requests, 4),
-    });
-    log(`1 quota: run ${i + 1}: ${accepted} accepted requests (+${s.rateLimited} × 429) in ${(m.wallMs / 1000).toFixed(1)} s → ratio ${(m.wallMs / ideal).toFixed(3)}`);
-  }
-  await sim.stop();
+async function quotaMatrix() {
+  const cells: CellResult[] = [];
+  for (const cell of QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name))) cells.push(await runCell(cell, work, log));
   results.quota = {
-    setup: { skus: 2_000, quotaRequestsPerSecond: QUOTA, burst: QUOTA, flags: "sync --full (defaults: concurrency 4, adaptive rate)" },
-    runs,
-    median: { ratio: median(runs.map((r) => r.ratio)), share429: median(runs.map((r) => r.share429)), wallMs: median(runs.map((r) => r.wallMs)) },
-    target: { ratio: 1.1, share429: 0.02 },
+    setup: { flags: "sync --full (defaults)", wall: "first request's arrival at the simulator → CLI exit", cells: QUOTA_CELLS.filter((c) => cells.some((r) => r.name === c.name)) },
+    cells,
+    summary: summariseMatrix(cells),
+    target: QUOTA_TARGETS,
   };
+  process.stderr.write(`\n${matrixTable(cells)}\n\n`);
 }
 
 // ------------------------------------------------------------------ 3 throughput, 5 (20k), 2 call economy
@@ -351,7 +339,10 @@ async function memory100k() {
 function table(): string {
   const rows: string[][] = [["#", "scenario", "measured", "limit / baseline", "ratio", "target", "met"]];
   const q = results.quota as any;
-  if (q) rows.push(["1", "quota efficiency", `${(q.median.wallMs / 1000).toFixed(1)} s wall, ${(100 * q.median.share429).toFixed(2)}% 429`, `${q.runs[0].accepted} req ÷ 100/s`, `${q.median.ratio.toFixed(3)}`, "≤ 1.10, 429 < 2%", q.median.ratio <= 1.1 && q.median.share429 < 0.02 ? "yes" : "no"]);
+  if (q) {
+    const worst429 = Math.max(...q.cells.map((c: CellResult) => c.share429));
+    rows.push(["1", "quota matrix", `${q.cells.length} cells, worst ${q.summary.worstRatio}, max ${(100 * worst429).toFixed(2)}% 429, ${q.summary.violations} RA viol., truth ${q.summary.allEqualToTruth ? "equal" : "NOT equal"}`, "least time the quota allows", `median ${q.summary.medianRatio}`, "≤ 1.10 each, ≤ 1.05 median, 429 < 2%", q.summary.met ? "yes" : "no"]);
+  }
   const e = results.economy as any;
   if (e) {
     const r = e.runs[0];
@@ -383,7 +374,7 @@ try {
   if (only.has(4)) await writePath();
   if (only.has(2) || only.has(3) || only.has(5)) await throughputAndEconomy();
   if (only.has(5)) await memory100k();
-  if (only.has(1)) await quotaEfficiency();
+  if (only.has(1)) await quotaMatrix();
   results.totalWallMs = Date.now() - started;
   results.finishedAt = new Date().toISOString();
   mkdirSync(OUT_DIR, { recursive: true });

@@ -39,7 +39,7 @@ export interface FaultRule {
   count?: number;
   /** 429 / 503: 'seconds:N' | 'date:N' (HTTP-date N s ahead, rounded up) | 'raw:<header value>'. 429 default seconds:1; 503 default none. */
   retryAfter?: string;
-  /** 429: once fired, the next burst−1 matching requests also get 429. */
+  /** 429 / 503: once fired, the next burst−1 matching requests get the same answer. */
   burst?: number;
   /** slow: delay before responding (default 1000 ms); the response is then normal unless another rule fires. */
   delayMs?: number;
@@ -172,7 +172,7 @@ export function validateFaultRule(input: unknown, what = "fault rule"): FaultRul
     if (r.kind !== "429" && r.kind !== "503") fail(`retryAfter only applies to 429 and 503`);
     out.retryAfter = r.retryAfter as string;
   }
-  if (r.burst !== undefined && r.kind !== "429") fail(`burst only applies to 429`);
+  if (r.burst !== undefined && r.kind !== "429" && r.kind !== "503") fail(`burst only applies to 429 and 503`);
   if (r.delayMs !== undefined && r.kind !== "slow") fail(`delayMs only applies to slow`);
   if (r.bytes !== undefined && r.kind !== "oversize") fail(`bytes only applies to oversize`);
   return out;
@@ -244,7 +244,7 @@ export class FaultEngine {
     if (rule.every !== undefined && n % rule.every !== 0) return false;
     if (rule.probability !== undefined && !(s.rng.next() < rule.probability)) return false;
     s.fired++;
-    if (rule.kind === "429" && rule.burst !== undefined && rule.burst > 1) s.burstLeft = rule.burst - 1;
+    if ((rule.kind === "429" || rule.kind === "503") && rule.burst !== undefined && rule.burst > 1) s.burstLeft = rule.burst - 1;
     return true;
   }
 }

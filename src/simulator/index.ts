@@ -41,11 +41,15 @@ export interface SimulatorOptions extends ModelOptions {
   port?: number;
   /** Path prefix, e.g. "/api" → http://host:port/api/v1/external/... */
   prefix?: string;
-  /** Per-workspace token bucket; null (default) = unlimited. */
+  /** Per-workspace quota (token bucket or fixed window, quota.ts); null (default) = unlimited. */
   quota?: QuotaOptions | null;
   faults?: FaultRule[];
   /** Where the API document leaves a choice open, take it another way (variance.ts; profiles.ts names bundles). */
   variance?: VarianceOptions;
+  /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
+  latencyMs?: number;
+  /** Latency varies uniformly by ± this many ms, seeded (default 0). */
+  latencyJitterMs?: number;
 }
 
 export interface RunningSimulator {
@@ -78,6 +82,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
     ...(opts.variance ? { variance: opts.variance } : {}),
+    latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;
@@ -105,9 +110,10 @@ export { createModel, MODEL_DEFAULTS, SimModel, STOCK_STATES } from "./model.js"
 export type { ListFilter, ModelOptions, StockState } from "./model.js";
 export { FAULT_KINDS, parseFaultSpec, validateFaultRule } from "./faults.js";
 export type { FaultKind, FaultRule } from "./faults.js";
-export type { QuotaOptions } from "./quota.js";
 export { DEFAULT_VARIANCE, resolveVariance } from "./variance.js";
 export type { VarianceOptions, ResolvedVariance } from "./variance.js";
+export { RETRY_AFTER_FORMS } from "./quota.js";
+export type { FixedWindowOptions, QuotaOptions, RetryAfterForm, TokenBucketOptions } from "./quota.js";
 export type { RetryAfterViolation } from "./quota.js";
 export type { SimStats } from "./stats.js";
 export type { ChurnSummary } from "./churn.js";

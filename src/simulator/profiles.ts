@@ -7,6 +7,7 @@
  * it and the test that covers it.
  */
 import type { SimulatorOptions } from "./index.js";
+import { QUOTA_PROFILES } from "./quota-profiles.js";
 
 export interface ServerProfile {
   /** One line: which behaviour the document allows, that this profile takes. */
@@ -78,6 +79,7 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
       },
     },
   },
+  ...QUOTA_PROFILES,
 };
 
 /** Each profile that varies one open point of the document's shapes, order or paging. */

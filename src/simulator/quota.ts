@@ -1,25 +1,54 @@
 /**
- * The workspace quota (a token bucket) and the ledger that checks clients honour
- * Retry-After. Both run on the wall clock, not the model's clock: they are about real
+ * The workspace quota (a token bucket or a fixed window) and the ledger that checks clients
+ * honour Retry-After. Both run on the wall clock, not the model's clock: they are about real
  * request timing.
  */
 
-export interface QuotaOptions {
+/**
+ * How a quota 429 names its wait: `seconds` (delta-seconds, an integer rounded up: the
+ * default), `date` (an HTTP-date, 1 s granularity, rounded up) or `none` (no Retry-After).
+ */
+export const RETRY_AFTER_FORMS = ["seconds", "date", "none"] as const;
+export type RetryAfterForm = (typeof RETRY_AFTER_FORMS)[number];
+
+export interface TokenBucketOptions {
+  kind?: "token-bucket";
   requestsPerSecond: number;
   /** Bucket size; default max(1, requestsPerSecond). */
   burst?: number;
+  retryAfter?: RetryAfterForm;
 }
 
-export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number };
+export interface FixedWindowOptions {
+  kind: "fixed-window";
+  /** Requests admitted per window. */
+  requests: number;
+  /** Window length; windows are aligned to the moment the quota was set. */
+  windowSeconds: number;
+  retryAfter?: RetryAfterForm;
+}
 
-export class TokenBucket {
+export type QuotaOptions = TokenBucketOptions | FixedWindowOptions;
+
+/** A refusal says how long until a request would be admitted: exactly (ms) and as Retry-After delta-seconds (≥ 1, rounded up). */
+export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number; waitMs: number };
+
+export interface Quota {
+  take(): TakeResult;
+}
+
+function refusal(waitMs: number): TakeResult {
+  return { ok: false, waitMs, retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) };
+}
+
+export class TokenBucket implements Quota {
   readonly rate: number;
   readonly capacity: number;
   private tokens: number;
   private last: number;
 
   constructor(
-    opts: QuotaOptions,
+    opts: TokenBucketOptions,
     private readonly clock: () => number = () => performance.now(),
   ) {
     if (!(opts.requestsPerSecond > 0) || !Number.isFinite(opts.requestsPerSecond)) {
@@ -33,7 +62,7 @@ export class TokenBucket {
     this.last = clock();
   }
 
-  /** Take one token, or say in whole seconds (at least 1) when one will be available. */
+  /** Take one token, or say when one will be available. */
   take(): TakeResult {
     const now = this.clock();
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.rate);
@@ -42,7 +71,68 @@ export class TokenBucket {
       this.tokens -= 1;
       return { ok: true };
     }
-    return { ok: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - this.tokens) / this.rate)) };
+    return refusal(((1 - this.tokens) / this.rate) * 1000);
+  }
+}
+
+/** N requests per window of W seconds; a refusal points at the end of the current window. */
+export class FixedWindow implements Quota {
+  readonly limit: number;
+  readonly windowMs: number;
+  private readonly start: number;
+  private window = 0;
+  private used = 0;
+
+  constructor(
+    opts: FixedWindowOptions,
+    private readonly clock: () => number = () => performance.now(),
+  ) {
+    if (!(opts.requests >= 1) || !Number.isInteger(opts.requests)) throw new RangeError(`requests must be a whole number >= 1, got ${opts.requests}`);
+    if (!(opts.windowSeconds > 0) || !Number.isFinite(opts.windowSeconds)) throw new RangeError(`windowSeconds must be a positive number, got ${opts.windowSeconds}`);
+    this.limit = opts.requests;
+    this.windowMs = opts.windowSeconds * 1000;
+    this.start = clock();
+  }
+
+  take(): TakeResult {
+    const elapsed = Math.max(0, this.clock() - this.start);
+    const window = Math.floor(elapsed / this.windowMs);
+    if (window !== this.window) {
+      this.window = window;
+      this.used = 0;
+    }
+    if (this.used < this.limit) {
+      this.used++;
+      return { ok: true };
+    }
+    return refusal((window + 1) * this.windowMs - elapsed);
+  }
+}
+
+/** The quota an options object describes (throws RangeError on bad values). */
+export function createQuota(opts: QuotaOptions, clock?: () => number): Quota {
+  if (opts.retryAfter !== undefined && !RETRY_AFTER_FORMS.includes(opts.retryAfter)) {
+    throw new RangeError(`retryAfter must be one of ${RETRY_AFTER_FORMS.join(", ")}, got ${JSON.stringify(opts.retryAfter)}`);
+  }
+  if (opts.kind === "fixed-window") return new FixedWindow(opts, clock);
+  if (opts.kind !== undefined && opts.kind !== "token-bucket") throw new RangeError(`kind must be token-bucket or fixed-window, got ${JSON.stringify(opts.kind)}`);
+  return new TokenBucket(opts, clock);
+}
+
+/**
+ * The Retry-After header value a quota refusal carries, decided at `nowMs` (epoch ms), or
+ * null for none. The date form rounds the moment up to the next whole second (HTTP-dates
+ * have no finer grain), so the date a client reads is never before the quota admits again;
+ * the ledger then holds clients to that date, parsed from the header as they parse it.
+ */
+export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { retryAfterSeconds: number; waitMs: number }, nowMs: number): string | null {
+  switch (form ?? "seconds") {
+    case "none":
+      return null;
+    case "date":
+      return new Date(Math.ceil((nowMs + refused.waitMs) / 1000) * 1000).toUTCString();
+    default:
+      return String(refused.retryAfterSeconds);
   }
 }
 

@@ -2,7 +2,14 @@
  * The HTTP face of the simulator (node:http, keep-alive on).
  *
  * API pipeline, in order: stats + Retry-After check on arrival → auth (401) → quota (429)
- * → route (404) / method (405) → faults → the endpoint. Admin endpoints under
+ * → latency (if set) → route (404) / method (405) → faults → the endpoint.
+ *
+ * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. On
+ * loopback a request cannot be held back before it arrives, so the whole round trip is
+ * spent after the quota's decision: the quota sees each request the moment it arrives and
+ * every response (401, 429, faults and data alike) leaves that much later. A quota 429's
+ * Retry-After is decided at arrival: a date names the same instant whenever it is read;
+ * delta-seconds count from when the client reads them (conservative by the latency). Admin endpoints under
  * {prefix}/_sim/ need the same key but skip stats, quota and faults, so a test harness can
  * observe and steer the simulator without disturbing what it measures.
  */
@@ -24,7 +31,8 @@ import {
   type FaultRule,
 } from "./faults.js";
 import type { SimModel } from "./model.js";
-import { retryAfterDeadline, TokenBucket, type QuotaOptions } from "./quota.js";
+import { createRng, type Rng } from "./prng.js";
+import { createQuota, quotaRetryAfter, retryAfterDeadline, type Quota, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
 import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
@@ -42,10 +50,12 @@ export interface SimServerOptions {
   prefix: string;
   quota: QuotaOptions | null;
   faults: FaultRule[];
-  /** Seeds fault selection and the cursor secret. */
+  /** Seeds fault selection, latency jitter and the cursor secret. */
   seed: number;
   /** How this server answers where the API document leaves a choice open (default: the simulator's own choices). */
   variance?: VarianceOptions;
+  /** Every API response is delayed by ms ± jitterMs (uniform, seeded); null or ms 0 = none. */
+  latency?: { ms: number; jitterMs?: number } | null;
 }
 
 export class SimServer {
@@ -56,7 +66,9 @@ export class SimServer {
   private readonly cursors: CursorCodec;
   private readonly stats = new StatsCollector();
   private readonly seed: number;
-  private bucket: TokenBucket | null = null;
+  private quota: Quota | null = null;
+  private quotaOptions: QuotaOptions | null = null;
+  private readonly latency: { ms: number; jitterMs: number; rng: Rng } | null;
   private faults: FaultEngine;
   private readonly sockets = new Set<Socket>();
   /** Pending `slow` delays, released at close so nothing keeps the process alive. */
@@ -75,6 +87,7 @@ export class SimServer {
     const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
     this.cursors = this.shaper.options.cursorStyle === "url-hostile" ? new HostileCursorCodec(secret) : new CursorCodec(secret);
     this.faults = new FaultEngine([], o.seed);
+    this.latency = latencyOf(o.latency, o.seed);
     this.setFaults(o.faults);
     this.setQuota(o.quota);
     this.server = createServer({ keepAlive: true }, (req, res) => {
@@ -136,7 +149,8 @@ export class SimServer {
   }
 
   setQuota(q: QuotaOptions | null): void {
-    this.bucket = q ? new TokenBucket(q) : null;
+    this.quota = q ? createQuota(q) : null;
+    this.quotaOptions = q;
   }
 
   // ------------------------------------------------------------ pipeline
@@ -157,13 +171,18 @@ export class SimServer {
     let outcome: number | "reset" | null = null;
     res.once("close", () => finish(outcome ?? (res.writableFinished ? res.statusCode : "reset")));
 
-    if (!this.authorized(req)) return void this.sendApiError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
-    if (this.bucket) {
-      const taken = this.bucket.take();
-      if (!taken.ok) {
-        this.stats.quotaRejected();
-        return this.sendRetryAfter(res, 429, "rate_limited", "Workspace quota exceeded", String(taken.retryAfterSeconds));
-      }
+    const authorized = this.authorized(req);
+    const taken = authorized && this.quota ? this.quota.take() : null;
+    if (authorized && (!taken || taken.ok)) this.stats.quotaAdmitted();
+    const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, Date.now()) : null;
+    if (this.latency) {
+      await this.wait(this.latencyMs(this.latency), res);
+      if (res.destroyed || this.closing) return;
+    }
+    if (!authorized) return void this.sendApiError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
+    if (taken && !taken.ok) {
+      this.stats.quotaRejected();
+      return this.sendRetryAfter(res, 429, "rate_limited", "Workspace quota exceeded", retryAfter);
     }
     if (!route) return void this.sendApiError(res, 404, "not_found", `No such endpoint: ${url.pathname}`);
     if (req.method !== "GET") return void this.sendApiError(res, 405, "method_not_allowed", "The API is read-only: only GET is allowed", { allow: "GET" });
@@ -251,6 +270,10 @@ export class SimServer {
     if (deadline !== null) this.stats.ledger.record(sentAt, deadline, res.socket);
   }
 
+  private latencyMs(l: { ms: number; jitterMs: number; rng: Rng }): number {
+    return Math.max(0, Math.round(l.ms + (l.rng.next() * 2 - 1) * l.jitterMs));
+  }
+
   private wait(ms: number, res: ServerResponse): Promise<void> {
     return new Promise((resolve) => {
       const release = (): void => {
@@ -313,7 +336,9 @@ export class SimServer {
         }
         case "/quota": {
           const body = await readJson(req);
-          if (body !== null && (typeof body !== "object" || Array.isArray(body))) throw new ConfigError("body must be null or {requestsPerSecond, burst?}");
+          if (body !== null && (typeof body !== "object" || Array.isArray(body))) {
+            throw new ConfigError("body must be null, {requestsPerSecond, burst?, retryAfter?} or {kind: 'fixed-window', requests, windowSeconds, retryAfter?}");
+          }
           const q = body as QuotaOptions | null;
           try {
             this.setQuota(q);
@@ -368,6 +393,15 @@ const ADMIN_ROUTES: Record<string, "GET" | "POST"> = {
   "/quota": "POST",
   "/churn": "POST",
 };
+
+function latencyOf(l: SimServerOptions["latency"], seed: number): { ms: number; jitterMs: number; rng: Rng } | null {
+  if (!l || (l.ms === 0 && !l.jitterMs)) return null;
+  const jitterMs = l.jitterMs ?? 0;
+  if (!(l.ms >= 0) || !Number.isFinite(l.ms) || !(jitterMs >= 0) || !Number.isFinite(jitterMs)) {
+    throw new ConfigError(`latency must be a non-negative number of ms (jitter too), got ${JSON.stringify(l)}`);
+  }
+  return { ms: l.ms, jitterMs, rng: createRng(seed, "latency") };
+}
 
 function digest(s: string): Buffer {
   return createHash("sha256").update(s).digest();

@@ -16,6 +16,15 @@ export interface SimStats {
   byStatus: Record<string, number>;
   /** 429s sent by the quota (fault-injected 429s are in faultsFired and byStatus). */
   rateLimited: number;
+  /**
+   * Requests the quota admitted (authorized and not refused by it; every authorized request
+   * when there is no quota). Faults act after the quota, so a fault-injected 503 or 429 is
+   * an admitted request: it spent the quota.
+   */
+  accepted: number;
+  /** Epoch ms the first counted request arrived, and the last response ended (null before any). */
+  firstRequestAt: number | null;
+  lastResponseAt: number | null;
   retryAfterViolations: RetryAfterViolation[];
   /** Most requests in flight at once (arrival to response end). */
   maxConcurrent: number;
@@ -31,6 +40,9 @@ export class StatsCollector {
   private byEndpoint = emptyByEndpoint();
   private byStatus: Record<string, number> = {};
   private rateLimited = 0;
+  private accepted = 0;
+  private firstAt: number | null = null;
+  private lastEnd: number | null = null;
   private faultsFired: Partial<Record<FaultKind, number>> = {};
   private inFlight = 0;
   private maxConcurrent = 0;
@@ -40,6 +52,7 @@ export class StatsCollector {
   /** A request arrived; returns the function to call once when it is over. */
   begin(at: number, path: string, endpoint: EndpointName | null, conn: object | null = null): (status: number | "reset") => void {
     this.requests++;
+    this.firstAt ??= at;
     if (endpoint) this.byEndpoint[endpoint]++;
     this.ledger.check(at, path, conn);
     this.inFlight++;
@@ -49,9 +62,14 @@ export class StatsCollector {
       if (done) return;
       done = true;
       this.inFlight--;
+      this.lastEnd = Date.now();
       const key = String(status);
       this.byStatus[key] = (this.byStatus[key] ?? 0) + 1;
     };
+  }
+
+  quotaAdmitted(): void {
+    this.accepted++;
   }
 
   quotaRejected(): void {
@@ -77,6 +95,9 @@ export class StatsCollector {
       byEndpoint: { ...this.byEndpoint },
       byStatus: { ...this.byStatus },
       rateLimited: this.rateLimited,
+      accepted: this.accepted,
+      firstRequestAt: this.firstAt,
+      lastResponseAt: this.lastEnd,
       retryAfterViolations: this.ledger.violations.map((v) => ({ ...v })),
       maxConcurrent: this.maxConcurrent,
       openConnections: this.open,
@@ -91,6 +112,9 @@ export class StatsCollector {
     this.byEndpoint = emptyByEndpoint();
     this.byStatus = {};
     this.rateLimited = 0;
+    this.accepted = 0;
+    this.firstAt = null;
+    this.lastEnd = null;
     this.faultsFired = {};
     this.maxConcurrent = this.inFlight;
     this.peak = this.open;

@@ -61,6 +61,20 @@ describe("fault kinds", () => {
     expect(sim.stats().faultsFired["429"]).toBe(3);
   });
 
+  it("503 bursts: a fired 503 is followed by burst−1 more, with or without Retry-After", async () => {
+    sim.setFaults([{ kind: "503", every: 3, count: 1, burst: 2, retryAfter: "seconds:2" }]);
+    const rs = [];
+    for (let i = 0; i < 6; i++) rs.push(await ws());
+    expect(rs.map((r) => r.status)).toEqual([200, 200, 503, 503, 200, 200]);
+    expect(rs[2]!.headers.get("retry-after")).toBe("2");
+    expect(sim.stats().faultsFired["503"]).toBe(2);
+    sim.setFaults([{ kind: "503", every: 1, count: 1, burst: 3 }]);
+    const bare = [];
+    for (let i = 0; i < 4; i++) bare.push(await ws());
+    expect(bare.map((r) => r.status)).toEqual([503, 503, 503, 200]);
+    expect(bare.every((r) => r.headers.get("retry-after") === null)).toBe(true);
+  });
+
   it("429 with raw Retry-After values is sent verbatim", async () => {
     for (const value of ["0", "garbage", "Thu, 01 Jan 1970 00:00:00 GMT"]) {
       sim.setFaults([{ kind: "429", retryAfter: `raw:${value}` }]);
@@ -252,7 +266,7 @@ describe("rule selection", () => {
     expect(() => sim.setFaults([{ kind: "nope" as never }])).toThrow();
     expect(() => sim.setFaults([{ kind: "503", probability: 2 }])).toThrow();
     expect(() => sim.setFaults([{ kind: "503", endpoint: "everything" as never }])).toThrow();
-    expect(() => sim.setFaults([{ kind: "503", burst: 2 }])).toThrow();
+    expect(() => sim.setFaults([{ kind: "reset", burst: 2 }])).toThrow();
     expect(() => sim.setFaults([{ kind: "429", retryAfter: "soon" }])).toThrow();
     expect(() => sim.setFaults([{ kind: "429", retryAfter: "raw:1\r\nx-injected: 1" }])).toThrow();
   });

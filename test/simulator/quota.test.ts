@@ -3,8 +3,19 @@
  * records clients coming back too early.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, TokenBucket } from "../../src/simulator/quota.js";
+import { request, Agent } from "node:http";
+import {
+  createQuota,
+  FixedWindow,
+  quotaRetryAfter,
+  RETRY_AFTER_GRACE_MS,
+  RetryAfterLedger,
+  retryAfterDeadline,
+  TokenBucket,
+} from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { profileOptions } from "../../src/simulator/profiles.js";
+import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";
 import { API, get, sleep } from "./helpers.js";
 
 describe("TokenBucket (fake clock)", () => {
@@ -12,7 +23,7 @@ describe("TokenBucket (fake clock)", () => {
     let now = 0;
     const b = new TokenBucket({ requestsPerSecond: 2, burst: 3 }, () => now);
     expect([b.take(), b.take(), b.take()].every((r) => r.ok)).toBe(true);
-    expect(b.take()).toEqual({ ok: false, retryAfterSeconds: 1 });
+    expect(b.take()).toEqual({ ok: false, retryAfterSeconds: 1, waitMs: 500 });
     now += 499;
     expect(b.take().ok).toBe(false);
     now += 2;
@@ -20,11 +31,76 @@ describe("TokenBucket (fake clock)", () => {
     const slow = new TokenBucket({ requestsPerSecond: 0.1 }, () => now);
     expect(slow.capacity).toBe(1);
     expect(slow.take().ok).toBe(true);
-    expect(slow.take()).toEqual({ ok: false, retryAfterSeconds: 10 });
+    expect(slow.take()).toMatchObject({ ok: false, retryAfterSeconds: 10 });
     now += 4000;
-    expect(slow.take()).toEqual({ ok: false, retryAfterSeconds: 6 });
+    expect(slow.take()).toMatchObject({ ok: false, retryAfterSeconds: 6 });
     expect(new TokenBucket({ requestsPerSecond: 50 }, () => now).capacity).toBe(50);
     expect(() => new TokenBucket({ requestsPerSecond: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("TokenBucket with no burst (fake clock)", () => {
+  it("admits one request per 1/rate from the start, and the exact wait is below the whole seconds it names", () => {
+    let now = 1_000;
+    const b = new TokenBucket({ requestsPerSecond: 5, burst: 1 }, () => now);
+    expect(b.take().ok).toBe(true);
+    expect(b.take()).toEqual({ ok: false, retryAfterSeconds: 1, waitMs: 200 });
+    now += 150;
+    const r = b.take();
+    expect(r.ok).toBe(false);
+    expect(r.ok ? 0 : r.waitMs).toBeCloseTo(50, 6);
+    now += 50;
+    expect(b.take().ok).toBe(true);
+    // A long pause refills one token only: no burst to spend.
+    now += 10_000;
+    expect([b.take().ok, b.take().ok]).toEqual([true, false]);
+  });
+});
+
+describe("FixedWindow (fake clock)", () => {
+  it("admits N per window aligned to the quota's start, and points a refusal at the window's end", () => {
+    let now = 5_000;
+    const w = new FixedWindow({ kind: "fixed-window", requests: 3, windowSeconds: 10 }, () => now);
+    now += 7_250; // first request late in the first window: windows do not start at the first request
+    expect([w.take().ok, w.take().ok, w.take().ok]).toEqual([true, true, true]);
+    expect(w.take()).toEqual({ ok: false, waitMs: 2_750, retryAfterSeconds: 3 });
+    now += 2_749;
+    expect(w.take()).toEqual({ ok: false, waitMs: 1, retryAfterSeconds: 1 });
+    now += 1; // 10 s after the start: a new window
+    expect([w.take().ok, w.take().ok, w.take().ok, w.take().ok]).toEqual([true, true, true, false]);
+    now += 25_000; // windows skipped while idle do not carry over
+    expect([w.take().ok, w.take().ok, w.take().ok, w.take().ok]).toEqual([true, true, true, false]);
+    expect(w.take()).toEqual({ ok: false, waitMs: 5_000, retryAfterSeconds: 5 });
+  });
+
+  it("refuses bad shapes", () => {
+    expect(() => createQuota({ kind: "fixed-window", requests: 0, windowSeconds: 1 })).toThrow(RangeError);
+    expect(() => createQuota({ kind: "fixed-window", requests: 2.5, windowSeconds: 1 })).toThrow(RangeError);
+    expect(() => createQuota({ kind: "fixed-window", requests: 2, windowSeconds: 0 })).toThrow(RangeError);
+    expect(() => createQuota({ kind: "leaky" as never, requestsPerSecond: 1 })).toThrow(RangeError);
+    expect(() => createQuota({ requestsPerSecond: 1, retryAfter: "minutes" as never })).toThrow(RangeError);
+    expect(createQuota({ kind: "fixed-window", requests: 2, windowSeconds: 1 })).toBeInstanceOf(FixedWindow);
+    expect(createQuota({ requestsPerSecond: 1 })).toBeInstanceOf(TokenBucket);
+  });
+});
+
+describe("quotaRetryAfter: the header a quota 429 carries", () => {
+  const refused = { retryAfterSeconds: 3, waitMs: 2_100 };
+  it("seconds (default): the whole seconds, rounded up", () => {
+    expect(quotaRetryAfter(undefined, refused, 0)).toBe("3");
+    expect(quotaRetryAfter("seconds", refused, 0)).toBe("3");
+  });
+  it("date: an HTTP-date rounded up to the whole second, never before the quota admits again", () => {
+    const now = Date.UTC(2026, 0, 2, 3, 4, 5, 600);
+    const ra = quotaRetryAfter("date", refused, now)!;
+    expect(ra).toBe("Fri, 02 Jan 2026 03:04:08 GMT"); // 05.600 + 2.100 = 07.700 → 08
+    expect(retryAfterDeadline(ra, now)).toBe(Date.UTC(2026, 0, 2, 3, 4, 8));
+    expect(retryAfterDeadline(ra, now)!).toBeGreaterThanOrEqual(now + refused.waitMs);
+    const exact = quotaRetryAfter("date", { retryAfterSeconds: 1, waitMs: 400 }, Date.UTC(2026, 0, 2, 3, 4, 5, 600))!;
+    expect(exact).toBe("Fri, 02 Jan 2026 03:04:06 GMT");
+  });
+  it("none: no header", () => {
+    expect(quotaRetryAfter("none", refused, 0)).toBeNull();
   });
 });
 
@@ -124,5 +200,96 @@ describe("quota over HTTP", () => {
     expect(sim.stats().retryAfterViolations).toHaveLength(1);
     expect(sim.stats().rateLimited).toBe(0); // fault 429s are not quota 429s
     expect(sim.stats().faultsFired["429"]).toBe(1);
+  });
+});
+
+/** GET on one kept-alive socket (maxSockets 1): the ledger allows no grace on the connection that carried the 429. */
+function oneSocket(sim: RunningSimulator): { get(path: string): Promise<{ status: number; retryAfter: string | null }>; close(): void } {
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  return {
+    get: (path) =>
+      new Promise((resolve, reject) => {
+        const req = request(`${sim.baseUrl}${path}`, { agent, headers: { authorization: `Bearer ${sim.apiKey}` } }, (res) => {
+          res.resume();
+          res.on("end", () => resolve({ status: res.statusCode!, retryAfter: (res.headers["retry-after"] as string | undefined) ?? null }));
+        });
+        req.on("error", reject);
+        req.end();
+      }),
+    close: () => agent.destroy(),
+  };
+}
+
+describe("quota shapes over HTTP (no sleeps: the windows are far longer than the test)", () => {
+  let sim: RunningSimulator | undefined;
+  let conn: ReturnType<typeof oneSocket> | undefined;
+  afterEach(async () => {
+    conn?.close();
+    await sim?.close();
+    sim = conn = undefined;
+  });
+
+  it("fixed window with an HTTP-date: the ledger holds the client to exactly the date it reads", async () => {
+    sim = await startSimulator({ seed: 1, skus: 20, quota: { kind: "fixed-window", requests: 2, windowSeconds: 600, retryAfter: "date" } });
+    conn = oneSocket(sim);
+    expect((await conn.get(`${API}/workspace`)).status).toBe(200);
+    expect((await conn.get(`${API}/locations`)).status).toBe(200);
+    const limited = await conn.get(`${API}/workspace`);
+    expect(limited.status).toBe(429);
+    expect(limited.retryAfter).toMatch(/^[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT$/);
+    const date = Date.parse(limited.retryAfter!);
+    expect(date % 1000).toBe(0);
+    expect(date).toBeGreaterThan(Date.now());
+    expect((await conn.get(`${API}/workspace`)).status).toBe(429); // same socket, long before the date
+    const [v] = sim.stats().retryAfterViolations;
+    expect(v).toBeDefined();
+    expect(v!.at + v!.earlyByMs).toBe(date);
+    expect(sim.stats()).toMatchObject({ requests: 4, accepted: 2, rateLimited: 2 });
+  });
+
+  it("a quota 429 with no Retry-After sends no header and records no deadline", async () => {
+    sim = await startSimulator({ seed: 1, skus: 20, quota: { requestsPerSecond: 0.001, burst: 1, retryAfter: "none" } });
+    conn = oneSocket(sim);
+    expect((await conn.get(`${API}/workspace`)).status).toBe(200);
+    const limited = await conn.get(`${API}/workspace`);
+    expect(limited).toEqual({ status: 429, retryAfter: null });
+    expect((await conn.get(`${API}/workspace`)).status).toBe(429);
+    expect(sim.stats()).toMatchObject({ requests: 3, accepted: 1, rateLimited: 2, retryAfterViolations: [] });
+  });
+
+  it("seconds form on a fixed window names the window's end rounded up; accepted counts admitted requests only", async () => {
+    sim = await startSimulator({ seed: 1, skus: 20, quota: { kind: "fixed-window", requests: 1, windowSeconds: 300 } });
+    conn = oneSocket(sim);
+    expect((await conn.get(`${API}/workspace`)).status).toBe(200);
+    const limited = await conn.get(`${API}/workspace`);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.retryAfter)).toBeGreaterThan(250); // the window's end, not one second
+    expect(Number(limited.retryAfter)).toBeLessThanOrEqual(300);
+    const s = sim.stats();
+    expect(s).toMatchObject({ requests: 2, accepted: 1, rateLimited: 1 });
+    expect(s.firstRequestAt).not.toBeNull();
+    expect(s.lastResponseAt!).toBeGreaterThanOrEqual(s.firstRequestAt!);
+  });
+
+  it("latency: every response still comes, the quota decides on arrival, and stats count as without it", async () => {
+    sim = await startSimulator({ seed: 1, skus: 20, latencyMs: 30, latencyJitterMs: 10, quota: { requestsPerSecond: 0.001, burst: 2 } });
+    // Three requests in flight at once: all arrive before any response leaves, so the bucket
+    // (burst 2) must already have refused the third when the first answer is sent.
+    const rs = await Promise.all([1, 2, 3].map(() => get(sim!, `${API}/workspace`)));
+    expect(rs.map((r) => r.status).sort()).toEqual([200, 200, 429]);
+    expect(sim.stats()).toMatchObject({ requests: 3, accepted: 2, rateLimited: 1 });
+    await expect(startSimulator({ latencyMs: -1 })).rejects.toThrow();
+  });
+});
+
+describe("quota profiles", () => {
+  it("every quota profile is a valid simulator configuration, and they combine", async () => {
+    for (const name of Object.keys(QUOTA_PROFILES)) {
+      const sim = await startSimulator({ seed: 1, skus: 5, ...profileOptions([name]) });
+      await sim.close();
+    }
+    const both = profileOptions(["quota-small-burst", "quota-503-bursts"]);
+    expect(both.quota).toEqual({ requestsPerSecond: 40, burst: 10 });
+    expect(both.faults).toEqual([{ kind: "503", probability: 0.01, burst: 4 }]);
   });
 });

@@ -1,6 +1,6 @@
 /** `inventory-mirror simulate`: the built-in API simulator, in the foreground. */
 import { ConfigError } from "../../core/errors.js";
-import { parseFaultSpec, startSimulator, type SimulatorOptions } from "../../simulator/index.js";
+import { parseFaultSpec, RETRY_AFTER_FORMS, startSimulator, type RetryAfterForm, type SimulatorOptions } from "../../simulator/index.js";
 import { profileOptions } from "../../simulator/profiles.js";
 
 function int(v: unknown, name: string, min = 0): number | undefined {
@@ -14,6 +14,27 @@ function num(v: unknown, name: string): number | undefined {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`--${name}: expected a positive number, got "${String(v)}"`);
   return n;
+}
+
+/** --quota-window, --quota-retry-after, --latency-ms, --latency-jitter-ms (after --profile and --quota-rps). */
+function applyQuotaShape(opts: SimulatorOptions, v: Record<string, unknown>): void {
+  const window = v["quota-window"] as string | undefined;
+  if (window !== undefined) {
+    if (v["quota-rps"] !== undefined) throw new ConfigError("--quota-window and --quota-rps are two quotas: give one");
+    const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(window.trim());
+    if (!m || Number(m[1]) < 1 || !(Number(m[2]) > 0)) throw new ConfigError(`--quota-window: expected N/S (requests per window of seconds), got "${window}"`);
+    opts.quota = { kind: "fixed-window", requests: Number(m[1]), windowSeconds: Number(m[2]) };
+  }
+  const form = v["quota-retry-after"] as string | undefined;
+  if (form !== undefined) {
+    if (!RETRY_AFTER_FORMS.includes(form as RetryAfterForm)) throw new ConfigError(`--quota-retry-after: expected ${RETRY_AFTER_FORMS.join(", ")}, got "${form}"`);
+    if (!opts.quota) throw new ConfigError("--quota-retry-after needs a quota (--quota-rps, --quota-window or a quota profile)");
+    opts.quota = { ...opts.quota, retryAfter: form as RetryAfterForm };
+  }
+  const latency = int(v["latency-ms"], "latency-ms");
+  if (latency !== undefined) opts.latencyMs = latency;
+  const jitter = int(v["latency-jitter-ms"], "latency-jitter-ms");
+  if (jitter !== undefined) opts.latencyJitterMs = jitter;
 }
 
 export default async function simulate(v: Record<string, unknown>): Promise<number> {
@@ -41,6 +62,7 @@ export default async function simulate(v: Record<string, unknown>): Promise<numb
     const burst = num(v["quota-burst"], "quota-burst");
     opts.quota = burst === undefined ? { requestsPerSecond: rps } : { requestsPerSecond: rps, burst };
   }
+  applyQuotaShape(opts, v);
   const faults = (v.fault as string[] | undefined) ?? [];
   try {
     opts.faults = [...(opts.faults ?? []), ...faults.map(parseFaultSpec)];
@@ -84,6 +106,6 @@ export default async function simulate(v: Record<string, unknown>): Promise<numb
   if (timer) clearInterval(timer);
   await sim.close();
   const st = sim.stats();
-  process.stdout.write(`simulator stopped after ${st.requests} API requests (${st.rateLimited} answered 429)\n`);
+  process.stdout.write(`simulator stopped after ${st.requests} API requests (${st.accepted} admitted by the quota, ${st.rateLimited} answered 429)\n`);
   return 0;
 }

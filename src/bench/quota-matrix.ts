@@ -1,0 +1,196 @@
+/**
+ * Scenario 1 of `npm run bench`: the quota matrix (issue 10 §2). Each cell is a quota shape
+ * the API document allows; for each, a fresh `inventory-mirror simulate` process (the real
+ * command, its own flags) serves a workspace, the real CLI runs `sync --full` against it,
+ * and the mirror is compared with the simulator's ground truth (truth.ts).
+ *
+ * Figures per cell, all read from the simulator's own counters (/_sim/stats) except wall:
+ * - requests: every API request; accepted: the ones the quota admitted (a fault 503 spent
+ *   the quota, so it is accepted); 429 %: quota 429s ÷ requests; 503s: fault 503s;
+ *   violations: requests that came back before a Retry-After deadline (the ledger, quota.ts).
+ * - wall: from the arrival of the CLI's first request at the simulator to the CLI process's
+ *   exit (both epoch ms on this machine's clock). Node's start-up and the opening of the
+ *   database before the first request are left out (no quota governs them); the CLI's own
+ *   work after its last response (final commit, close) is in. The process wall (spawn to
+ *   exit) is reported beside it.
+ * - least: the least time the quota allows for the accepted requests, from the first one:
+ *   token bucket (accepted − burst) ÷ rate; fixed window (windows the accepted requests
+ *   need − 1) × window − how far into its window the first request came (the bench sets the
+ *   quota afresh just before the sync, so that offset is the CLI's start-up, ~0.3 s).
+ *   Latency is not in `least`: a cell behind latency also pays at least one round trip.
+ * - ratio = wall ÷ least. Targets: ≤ 1.10 every cell, ≤ 1.05 median, 429s < 2 %, 0 violations.
+ */
+import { join } from "node:path";
+import type { GroundTruth, QuotaOptions } from "../simulator/index.js";
+import { startSimulator, syncCli } from "./proc.js";
+import { compareWithTruth } from "./truth.js";
+
+export interface QuotaCell {
+  name: string;
+  about: string;
+  skus: number;
+  seed: number;
+  quota: QuotaOptions;
+  /** More `simulate` flags: latency, faults. */
+  args?: string[];
+}
+
+/**
+ * Sized so the least time is 20–40 s per cell (about 2.05 requests per SKU in a full sync:
+ * detail + history pages + list pages). Values deliberately differ from the simulator's
+ * named quota profiles (src/simulator/quota-profiles.ts).
+ */
+export const QUOTA_CELLS: QuotaCell[] = [
+  { name: "bucket-2-burst-2", about: "token bucket 2 req/s, burst 2", skus: 25, seed: 111, quota: { requestsPerSecond: 2, burst: 2 } },
+  { name: "bucket-5-no-burst", about: "token bucket 5 req/s, no burst (1)", skus: 60, seed: 112, quota: { requestsPerSecond: 5, burst: 1 } },
+  { name: "bucket-40-burst-10", about: "token bucket 40 req/s, burst 10, Retry-After whole seconds", skus: 600, seed: 113, quota: { requestsPerSecond: 40, burst: 10 } },
+  { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
+  { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
+  { name: "window-300-per-10s", about: "fixed window 300 requests / 10 s", skus: 500, seed: 116, quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } },
+  { name: "bucket-30-no-retry-after", about: "token bucket 30 req/s, burst 5, 429 without Retry-After", skus: 400, seed: 117, quota: { requestsPerSecond: 30, burst: 5, retryAfter: "none" } },
+  { name: "bucket-50-date-retry-after", about: "token bucket 50 req/s, burst 5, Retry-After as HTTP-date", skus: 600, seed: 118, quota: { requestsPerSecond: 50, burst: 5, retryAfter: "date" } },
+  {
+    name: "bucket-60-503-bursts",
+    about: "token bucket 60 req/s, burst 10; 1% of requests start a burst of 4 × 503 (no Retry-After)",
+    skus: 600,
+    seed: 119,
+    quota: { requestsPerSecond: 60, burst: 10 },
+    args: ["--fault", "503:p=0.01,burst=4"],
+  },
+  { name: "bucket-80-latency-20ms", about: "token bucket 80 req/s, burst 8, responses 20 ± 5 ms late", skus: 800, seed: 120, quota: { requestsPerSecond: 80, burst: 8 }, args: ["--latency-ms", "20", "--latency-jitter-ms", "5"] },
+  { name: "bucket-100-latency-100ms", about: "token bucket 100 req/s, burst 20, responses 100 ± 10 ms late", skus: 1000, seed: 121, quota: { requestsPerSecond: 100, burst: 20 }, args: ["--latency-ms", "100", "--latency-jitter-ms", "10"] },
+];
+
+export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429: 0.02, violations: 0 } as const;
+
+/** The `simulate` flags of a quota. */
+export function quotaFlags(q: QuotaOptions): string[] {
+  const shape = q.kind === "fixed-window" ? ["--quota-window", `${q.requests}/${q.windowSeconds}`] : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond)];
+  return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : [])];
+}
+
+/** Least time (ms) the quota allows for `accepted` requests, the first `offsetMs` into the quota's first window. */
+export function leastMs(q: QuotaOptions, accepted: number, offsetMs: number): number {
+  if (q.kind === "fixed-window") {
+    const windows = Math.ceil(accepted / q.requests);
+    return Math.max(0, (windows - 1) * q.windowSeconds * 1000 - (offsetMs % (q.windowSeconds * 1000)));
+  }
+  const burst = q.burst ?? Math.max(1, q.requestsPerSecond);
+  return (Math.max(0, accepted - burst) / q.requestsPerSecond) * 1000;
+}
+
+interface CellStats {
+  requests: number;
+  accepted: number;
+  rateLimited: number;
+  byStatus: Record<string, number>;
+  retryAfterViolations: unknown[];
+  firstRequestAt: number | null;
+}
+
+export interface CellResult {
+  name: string;
+  about: string;
+  skus: number;
+  requests: number;
+  accepted: number;
+  rateLimited: number;
+  share429: number;
+  responses503: number;
+  violations: number;
+  wallMs: number;
+  processWallMs: number;
+  leastMs: number;
+  ratio: number;
+  equalToTruth: boolean;
+  truthDifferences: string[];
+  syncStatus: string;
+}
+
+const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
+
+export async function runCell(cell: QuotaCell, work: string, log: (m: string) => void): Promise<CellResult> {
+  const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...(cell.args ?? [])] });
+  try {
+    // A fresh quota (full bucket, window starting now) and fresh counters, just before the sync.
+    const quotaSetAt = Date.now();
+    await sim.admin("/quota", "POST", cell.quota);
+    await sim.admin("/stats/reset", "POST");
+    const m = await syncCli(sim.baseUrl, join(work, `quota-${cell.name}.db`), ["--full"]);
+    const exitedAt = Date.now();
+    const s = await sim.admin<CellStats>("/stats");
+    const truth = await sim.admin<GroundTruth>("/ground-truth");
+    const check = compareWithTruth(join(work, `quota-${cell.name}.db`), truth);
+    const first = s.firstRequestAt ?? exitedAt;
+    const wallMs = exitedAt - first;
+    const least = leastMs(cell.quota, s.accepted, first - quotaSetAt);
+    const r: CellResult = {
+      name: cell.name,
+      about: cell.about,
+      skus: cell.skus,
+      requests: s.requests,
+      accepted: s.accepted,
+      rateLimited: s.rateLimited,
+      share429: round(s.rateLimited / Math.max(1, s.requests), 4),
+      responses503: s.byStatus["503"] ?? 0,
+      violations: s.retryAfterViolations.length,
+      wallMs: Math.round(wallMs),
+      processWallMs: Math.round(m.wallMs),
+      leastMs: Math.round(least),
+      ratio: least > 0 ? round(wallMs / least) : Number.NaN,
+      equalToTruth: check.equal,
+      truthDifferences: check.sample,
+      syncStatus: m.result.status,
+    };
+    log(`1 quota ${cell.name}: ${r.requests} requests (${r.accepted} accepted, ${r.rateLimited} × 429, ${r.responses503} × 503, ${r.violations} violations) in ${(wallMs / 1000).toFixed(1)} s; least ${(least / 1000).toFixed(1)} s → ratio ${r.ratio}; equal to truth: ${check.equal ? "yes" : `NO (${check.differences} differences)`}`);
+    return r;
+  } finally {
+    await sim.stop();
+  }
+}
+
+export function medianOf(xs: number[]): number {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  if (!s.length) return Number.NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+export function summariseMatrix(cells: CellResult[]) {
+  const ratio = medianOf(cells.map((c) => c.ratio));
+  const worst = Math.max(...cells.map((c) => c.ratio));
+  const met =
+    cells.every((c) => c.ratio <= QUOTA_TARGETS.ratioEveryCell && c.share429 < QUOTA_TARGETS.share429 && c.violations === 0 && c.equalToTruth) &&
+    ratio <= QUOTA_TARGETS.ratioMedian;
+  return { medianRatio: round(ratio), worstRatio: round(worst), allEqualToTruth: cells.every((c) => c.equalToTruth), violations: cells.reduce((a, c) => a + c.violations, 0), met };
+}
+
+/** The matrix as a text table (the same columns as BENCHMARKS.md). */
+export function matrixTable(cells: CellResult[]): string {
+  const head = ["cell", "SKUs", "requests", "accepted", "429 %", "503s", "RA viol.", "wall s", "least s", "ratio", "= truth"];
+  const rows = cells.map((c) => [
+    c.name,
+    String(c.skus),
+    String(c.requests),
+    String(c.accepted),
+    (100 * c.share429).toFixed(2),
+    String(c.responses503),
+    String(c.violations),
+    (c.wallMs / 1000).toFixed(1),
+    (c.leastMs / 1000).toFixed(1),
+    Number.isFinite(c.ratio) ? c.ratio.toFixed(3) : "-",
+    c.equalToTruth ? "yes" : "NO",
+  ]);
+  const all = [head, ...rows];
+  const width = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join("  ");
+  const s = summariseMatrix(cells);
+  return [
+    line(head),
+    width.map((n) => "-".repeat(n)).join("  "),
+    ...rows.map(line),
+    "",
+    `median ratio ${s.medianRatio} (target ≤ ${QUOTA_TARGETS.ratioMedian}), worst ${s.worstRatio} (target ≤ ${QUOTA_TARGETS.ratioEveryCell} every cell), ` +
+      `429s < ${100 * QUOTA_TARGETS.share429} % and 0 violations in every cell: ${s.met ? "met" : "NOT met"}`,
+  ].join("\n");
+}

@@ -1,0 +1,48 @@
+/**
+ * The quota matrix's arithmetic (src/bench/quota-matrix.ts): the least time a quota allows,
+ * the simulate flags each cell starts its simulator with, and the cells' coverage of the
+ * shapes issue 10 names. The matrix itself runs in `npm run bench -- quota`.
+ */
+import { describe, expect, it } from "vitest";
+import { leastMs, medianOf, QUOTA_CELLS, quotaFlags } from "../../src/bench/quota-matrix.js";
+
+describe("leastMs", () => {
+  it("token bucket: (accepted − burst) ÷ rate, never negative", () => {
+    expect(leastMs({ requestsPerSecond: 40, burst: 10 }, 1230, 0)).toBe(30_500);
+    expect(leastMs({ requestsPerSecond: 5, burst: 1 }, 126, 999)).toBe(25_000);
+    expect(leastMs({ requestsPerSecond: 100 }, 50, 0)).toBe(0); // default burst = rate
+  });
+  it("fixed window: (windows needed − 1) × window, less how far into its window the first request came", () => {
+    const q = { kind: "fixed-window", requests: 300, windowSeconds: 10 } as const;
+    expect(leastMs(q, 300, 0)).toBe(0);
+    expect(leastMs(q, 301, 0)).toBe(10_000);
+    expect(leastMs(q, 1028, 0)).toBe(30_000);
+    expect(leastMs(q, 1028, 300)).toBe(29_700);
+    expect(leastMs(q, 1028, 10_300)).toBe(29_700); // the offset counts within a window
+  });
+});
+
+describe("the cells", () => {
+  it("start their simulator with the quota's own flags", () => {
+    expect(quotaFlags({ requestsPerSecond: 30, burst: 5, retryAfter: "none" })).toEqual(["--quota-rps", "30", "--quota-burst", "5", "--quota-retry-after", "none"]);
+    expect(quotaFlags({ kind: "fixed-window", requests: 300, windowSeconds: 10 })).toEqual(["--quota-window", "300/10"]);
+  });
+  it("cover the shapes of issue 10 §2, each name once", () => {
+    const names = QUOTA_CELLS.map((c) => c.name);
+    expect(new Set(names).size).toBe(names.length);
+    const buckets = QUOTA_CELLS.flatMap((c) => (c.quota.kind === "fixed-window" ? [] : [c.quota]));
+    expect(buckets.some((q) => q.burst === 1)).toBe(true); // no burst
+    expect(buckets.some((q) => q.burst === q.requestsPerSecond && q.requestsPerSecond >= 100)).toBe(true); // burst = rate
+    expect(QUOTA_CELLS.some((c) => c.quota.kind === "fixed-window")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:")))).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.args?.includes("--latency-ms") && c.args[c.args.indexOf("--latency-ms") + 1] === "100")).toBe(true);
+    expect(Math.min(...buckets.map((q) => q.requestsPerSecond))).toBeLessThanOrEqual(2);
+    expect(Math.max(...buckets.map((q) => q.requestsPerSecond))).toBeGreaterThanOrEqual(200);
+  });
+  it("median ignores cells without a ratio", () => {
+    expect(medianOf([3, 1, Number.NaN, 2])).toBe(2);
+    expect(medianOf([1, 2])).toBe(1.5);
+  });
+});
