@@ -31,19 +31,30 @@ const QUIET_RETRACT = 0.9;
  * good part of it.
  */
 const RAMP_LOW_SHARE = 0.8;
+/** Bounds wider than this ratio say too little to bisect on: the ramp goes on (from the accepted rate) instead. */
+const RAMP_UNTIL_SPAN = 8;
+/** The share of a token a late timer may carry over (pacer.ts), when the server's bucket may hold two. */
+const PACER_CARRY = 0.9;
+/** Below this rate a millisecond is under 5% of a token interval: nothing worth the risk of a pair. */
+const CARRY_FROM_RATE = 50;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
+
+/** What is known before any fit: nothing. */
+const OPEN_FIT: QuotaFit = { low: 0, high: Infinity, burstLow: 1, burstHigh: Infinity };
 
 export type RatePhase = "unpaced" | "ramp" | "fitted";
 
 export interface RateSetting {
   rate: number | null;
   burst: number;
+  /** The pacer may carry a fraction of a token above `burst` (the server's bucket holds more than one). */
+  carry: number;
   phase: RatePhase;
 }
 
 export class RateControl {
-  private setting: RateSetting = { rate: null, burst: 1, phase: "unpaced" };
+  private setting: RateSetting = { rate: null, burst: 1, carry: 0, phase: "unpaced" };
   private fit: QuotaFit | null = null;
   private grownAt = 0;
   /** Probing bounds: the highest rate that ran quiet for QUIET_MS, the lowest that drew a 429. */
@@ -67,26 +78,27 @@ export class RateControl {
    * while sending at the current rate.
    */
   update(latest: QuotaFit | null, accepted: number, now: number, newEpisode: boolean): RateSetting {
-    if (!latest) return this.setting;
-    const fit = this.fit ? narrowed(this.fit, latest) : latest;
+    // No bucket explains what was seen (noisy timing, or not a bucket): the probe's own verdicts still hold.
+    const fit = latest ? (this.fit ? narrowed(this.fit, latest) : latest) : (this.fit ?? OPEN_FIT);
     this.fit = fit;
     this.learnFromCurrentRate(fit, accepted, now, newEpisode);
     const burst = Math.max(1, fit.burstLow - 1);
+    const carry = fit.burstHigh >= 2 && (this.setting.rate ?? Infinity) >= CARRY_FROM_RATE ? PACER_CARRY : 0;
     const low = Math.max(fit.low, this.quietLow);
     const high = Math.min(fit.high, this.throttledHigh);
     const span = high / low;
-    if (Number.isFinite(high)) {
+    if (Number.isFinite(high) && (Number.isFinite(this.throttledHigh) || high / Math.max(low, MIN_RATE) <= RAMP_UNTIL_SPAN || this.setting.phase === "fitted")) {
       // At the lower bound, less the fit's own precision: a bound off by that share, sent at
       // for minutes, drains a small bucket. Wide bounds are halved in ratio, narrow ones in difference.
       const mid = span > 2 ? Math.sqrt(low * high) : low + 0.5 * (high - low);
       const rate = span <= TIGHT_SPAN ? low * (1 - 2 * FIT_PRECISION) : mid;
-      this.set({ rate: Math.max(MIN_RATE, rate), burst, phase: "fitted" }, now);
+      this.set({ rate: Math.max(MIN_RATE, rate), burst, carry, phase: "fitted" }, now);
     } else {
       // A 429 during the ramp: resume from half the rate that drew it (slow start's threshold).
       // A refit within the episode or a quiet one keeps the ramp where it is.
       const current = this.setting.phase === "ramp" ? this.setting.rate : null;
       const from = current === null ? accepted : newEpisode ? current / 2 : current;
-      this.set({ rate: Math.min(high, Math.max(MIN_RATE, low, from)), burst, phase: "ramp" }, now);
+      this.set({ rate: Math.min(high, Math.max(MIN_RATE, low, from)), burst, carry, phase: "ramp" }, now);
     }
     return this.setting;
   }

@@ -49,6 +49,12 @@ export const realClock: Clock = {
     }),
 };
 
+/**
+ * Told the status of an answer as soon as its headers are in, before its body is read: a
+ * 429/503 stops new grants at once (see `holds`).
+ */
+export type StatusListener = (status: number) => void;
+
 export interface SchedulerOptions {
   concurrency: number;
   /** User ceiling in requests/s; null = none. */
@@ -145,6 +151,12 @@ export class RequestScheduler {
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
   private inFlight = 0;
+  /**
+   * Answers seen to be 429/503 whose handling has not finished. No grant while any is open:
+   * the connection that carried it is back in the pool as soon as its body is read, before
+   * its Retry-After is known here, and a request granted in between would go out on it early.
+   */
+  private holds = 0;
   private pausedUntilMs = 0;
   private readonly estimator = new QuotaEstimator();
   private readonly control = new RateControl();
@@ -188,15 +200,21 @@ export class RequestScheduler {
    * Run one logical request: `attempt` is called once per try, inside a concurrency
    * slot, after pause and rate allow it. Retries per RETRY_POLICY.
    */
-  async run<T>(endpoint: EndpointName, attempt: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  async run<T>(endpoint: EndpointName, attempt: (onStatus: StatusListener) => Promise<T>, signal: AbortSignal): Promise<T> {
     const tries = { all: 0, bounded: 0, rateLimited: 0 };
     for (;;) {
       tries.all++;
       // The grant counts the request and starts it in one synchronous step: workers resuming
       // in the same turn cannot overspend the budget or the pacer.
       const sentAt = await this.acquire(signal, endpoint);
+      let held = false;
+      const onStatus: StatusListener = (status) => {
+        if (held || (status !== 429 && status !== 503)) return;
+        held = true;
+        this.holds++;
+      };
       try {
-        const result = await attempt();
+        const result = await attempt(onStatus);
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
@@ -204,9 +222,18 @@ export class RequestScheduler {
         if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") this.pauseUntil(this.clock.now() + waitMs.ms);
-        else await this.clock.sleep(waitMs.ms, signal);
+        else {
+          // The wait is this request's alone: the others go on while it sleeps.
+          if (held) {
+            held = false;
+            this.holds--;
+            this.pump();
+          }
+          await this.clock.sleep(waitMs.ms, signal);
+        }
       } finally {
         this.inFlight--;
+        if (held) this.holds--;
         this.pump();
       }
     }
@@ -337,8 +364,9 @@ export class RequestScheduler {
       this.pacer = null;
       return;
     }
-    const burst = adaptive.rate !== null && adaptive.rate <= rate ? adaptive.burst : 1;
-    if (this.pacer) this.pacer.configure(rate, burst, now);
+    const own = adaptive.rate !== null && adaptive.rate <= rate;
+    const burst = own ? adaptive.burst : 1;
+    if (this.pacer) this.pacer.configure(rate, burst, now, own ? adaptive.carry : 0);
     else this.pacer = new Pacer(rate, burst, now);
   }
 
@@ -409,7 +437,7 @@ export class RequestScheduler {
       }
       if (this.refitDue || (this.estimator.hasThrottles && now - this.lastFitAt >= REFIT_INTERVAL_MS)) this.refit(now);
       if (this.control.tick(now)) this.applyRate(now);
-      if (this.inFlight >= this.inFlightLimit) return;
+      if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);
