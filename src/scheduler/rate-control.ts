@@ -1,38 +1,49 @@
 /**
- * The send rate, from the quota fit (quota-estimator.ts). Three phases, after TCP's slow
- * start and congestion avoidance and the AWS SDK's adaptive mode:
- * - unpaced: until the first 429 we have no rate of our own (the in-flight limit applies);
- * - ramp: nothing bounds the rate from above yet (the first 429 came out of an unpaced
- *   burst), so we start from the rate the server accepted and double it every
- *   RAMP_STEP_MS. Its next 429 is what bounds the rate;
- * - fitted: the rate is bounded on both sides. We send between the bounds, so a 429
- *   (the rate is too high) or QUIET_MS without one (it is not) halves the gap, a bisection
- *   in which each step above the quota costs one pause; once the gap is within TIGHT_SPAN
- *   we send at its lower bound and stop probing.
- * The pacer's capacity follows the smallest capacity the fit allows, less one: the burst
- * the server refills during a pause is used at once, and never more than the server holds.
+ * The send rate, learned from what the server accepted and refused. After TCP (slow start,
+ * then congestion avoidance) and the AWS SDK's adaptive mode, with bounds on the quota that
+ * come from counts over whole seconds rather than from the timing of single requests
+ * (single timings on a loaded machine are off by tens of milliseconds; counts are not):
+ * - unpaced: until the first 429 we have no rate of our own (the in-flight limit applies).
+ *   The passes before it bound the server's burst (`burstHigh`).
+ * - ramp: no rate has drawn a 429 yet. We start from the rate the server accepted over the
+ *   last second and double it every RAMP_STEP_MS; the rate that draws a 429 is `high`.
+ * - probe: the quota's rate lies in [low, high]. We send inside the bounds; a 429 lowers
+ *   `high` to the rate that drew it, QUIET_MS without one raises `low` to it, so each
+ *   step halves the gap. Once the gap is within TIGHT_SPAN we send just below `low` and
+ *   stop probing (hold). A 429 in hold reopens the probe just below the rate that drew it.
+ * - `low` also rises with what the server demonstrably accepted: passes since the last
+ *   pause ended, less the most the bucket could have held then, over the time since.
+ * The pacer's capacity follows the smallest burst the server has shown it holds (passes
+ * right after a pause, beyond what the rate explains): after a Retry-After pause the
+ * server's refilled bucket is used at once, and a fixed window's allowance is sent as the
+ * window opens.
  */
-import { FIT_PRECISION, type QuotaFit } from "./quota-estimator.js";
 
 /** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
 const TIGHT_SPAN = 1.03;
+/** In hold, this far below `low`: the bounds are counts over noisy clocks. */
+const HOLD_MARGIN = 0.01;
 /** The ramp doubles its rate at most this often, and only after RAMP_STEP_SENDS requests at it. */
 const RAMP_STEP_MS = 250;
 const RAMP_STEP_SENDS = 2;
-/** A rate sent at this long without a 429 is taken as within the quota (while probing)... */
+/** ...by this factor: the 429 then brackets the quota within it (doubling would leave a factor of two to probe). */
+const RAMP_FACTOR = 1.5;
+/** A rate sent at this long without a 429 is taken as within the quota... */
 const QUIET_MS = 2_000;
 /** ...if at least this share of its requests really went out (not starved for work). */
 const QUIET_SHARE = 0.8;
-/** A 429 at a rate thought quiet: the quiet bound falls back to this share of it. */
-const QUIET_RETRACT = 0.9;
+/** A 429 at a rate taken as quiet: that verdict came early (a bucket was still draining); low falls back to this share of it. */
+const QUIET_RETRACT = 0.95;
+/** Counts are compared over at least this long (shorter spans are dominated by the burst and clock noise). */
+const COUNT_MIN_MS = 100;
 /**
- * After a ramp's 429, this share of the rate that passed in the second before it is taken as
- * within the quota: that second also spent the bucket's burst, which a large bucket makes a
- * good part of it.
+ * Requests whose place relative to a span's edges is uncertain. Passes are counted by when
+ * we sent them, so a span holds exactly what we sent in it; the server saw the same requests
+ * a transit time later, the same for both edges but for jitter (a few ms, more on a loaded
+ * machine). Counted against every bound: EDGE_NOISE requests plus rate × EDGE_NOISE_MS.
  */
-const RAMP_LOW_SHARE = 0.8;
-/** Bounds wider than this ratio say too little to bisect on: the ramp goes on (from the accepted rate) instead. */
-const RAMP_UNTIL_SPAN = 8;
+const EDGE_NOISE = 0.5;
+const EDGE_NOISE_MS = 10;
 /** The share of a token a late timer may carry over (pacer.ts), when the server's bucket may hold two. */
 const PACER_CARRY = 0.9;
 /** Below this rate a millisecond is under 5% of a token interval: nothing worth the risk of a pair. */
@@ -40,130 +51,230 @@ const CARRY_FROM_RATE = 50;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 
-/** What is known before any fit: nothing. */
-const OPEN_FIT: QuotaFit = { low: 0, high: Infinity, burstLow: 1, burstHigh: Infinity };
-
-export type RatePhase = "unpaced" | "ramp" | "fitted";
+export type RatePhase = "unpaced" | "ramp" | "probe" | "hold";
 
 export interface RateSetting {
   rate: number | null;
+  /** Pacer capacity: tokens it may hold after a pause. */
   burst: number;
   /** The pacer may carry a fraction of a token above `burst` (the server's bucket holds more than one). */
   carry: number;
   phase: RatePhase;
 }
 
+export interface QuotaBounds {
+  low: number;
+  high: number;
+  burstLow: number;
+  burstHigh: number;
+}
+
 export class RateControl {
   private setting: RateSetting = { rate: null, burst: 1, carry: 0, phase: "unpaced" };
-  private fit: QuotaFit | null = null;
-  private grownAt = 0;
-  /** Probing bounds: the highest rate that ran quiet for QUIET_MS, the lowest that drew a 429. */
-  private quietLow = 0;
-  private throttledHigh = Infinity;
+  private low = 0;
+  private high = Infinity;
+  private burstLow = 1;
+  private burstHigh = Infinity;
+  private firstSentAt: number | null = null;
+  /** Passes answered since the run began, and since the current segment (the last pause's end). */
+  private passes = 0;
+  private segment: { startAt: number; passes: number; afterPause: boolean } | null = null;
+  /** Passes sent since the current 429 episode's first 429 was sent. */
+  private cycle: { startAt: number; passes: number } | null = null;
+  private sends = 0;
   private rateSetAt = 0;
-  private sentSinceSet = 0;
+  private sendsAtSet = 0;
+  private grownAt = 0;
+  private sendsAtStep = 0;
+  /** `low` when the probe rate in force was chosen. */
+  private lowAtSet = 0;
+  /** Passes of requests sent at the rate in force (since its first request). */
+  private passesAtRate = 0;
+  private spentAtRate = 0;
 
   get current(): RateSetting {
     return this.setting;
   }
+  get bounds(): QuotaBounds {
+    return { low: this.low, high: this.high, burstLow: this.burstLow, burstHigh: this.burstHigh };
+  }
 
-  /** A request went out at the current rate. */
-  sent(): void {
-    this.sentSinceSet++;
+  /** A request went out (granted) at `now`; `afterPause`: the first since a pause ended. */
+  sent(now: number, afterPause: boolean): void {
+    this.firstSentAt ??= now;
+    // The quiet clock starts with the first request at a rate, not at the pause that usually follows setting it.
+    if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
+    if (afterPause || !this.segment) this.segment = { startAt: now, passes: 0, afterPause };
+    this.sends++;
+  }
+
+  /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
+  passed(sentAt: number): void {
+    this.passes++;
+    if (sentAt >= this.rateSetAt) this.passesAtRate++;
+    if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
+    if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
+  }
+
+  /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
+  spent(sentAt: number): void {
+    if (sentAt >= this.rateSetAt) this.spentAtRate++;
   }
 
   /**
-   * A new fit (after a 429 episode, or a periodic refit). `accepted` is the rate the server
-   * accepted over the last second (req/s): where a ramp starts. `newEpisode`: a 429 came
-   * while sending at the current rate.
+   * From one 429 episode to the next the bucket went from empty to empty: what passed in
+   * between is what it refilled, pauses included, so no more than the rate allows
+   * (less when it overflowed during a pause). For a fixed window this is its allowance per window.
    */
-  update(latest: QuotaFit | null, accepted: number, now: number, newEpisode: boolean): RateSetting {
-    // No bucket explains what was seen (noisy timing, or not a bucket): the probe's own verdicts still hold.
-    const fit = latest ? (this.fit ? narrowed(this.fit, latest) : latest) : (this.fit ?? OPEN_FIT);
-    this.fit = fit;
-    this.learnFromCurrentRate(fit, accepted, now, newEpisode);
-    const burst = Math.max(1, fit.burstLow - 1);
-    const carry = fit.burstHigh >= 2 && (this.setting.rate ?? Infinity) >= CARRY_FROM_RATE ? PACER_CARRY : 0;
-    const low = Math.max(fit.low, this.quietLow);
-    const high = Math.min(fit.high, this.throttledHigh);
-    const span = high / low;
-    if (Number.isFinite(high) && (Number.isFinite(this.throttledHigh) || high / Math.max(low, MIN_RATE) <= RAMP_UNTIL_SPAN || this.setting.phase === "fitted")) {
-      // At the lower bound, less the fit's own precision: a bound off by that share, sent at
-      // for minutes, drains a small bucket. Wide bounds are halved in ratio, narrow ones in difference.
-      const mid = span > 2 ? Math.sqrt(low * high) : low + 0.5 * (high - low);
-      const rate = span <= TIGHT_SPAN ? low * (1 - 2 * FIT_PRECISION) : mid;
-      this.set({ rate: Math.max(MIN_RATE, rate), burst, carry, phase: "fitted" }, now);
-    } else {
-      // A 429 during the ramp: resume from half the rate that drew it (slow start's threshold).
-      // A refit within the episode or a quiet one keeps the ramp where it is.
-      const current = this.setting.phase === "ramp" ? this.setting.rate : null;
-      const from = current === null ? accepted : newEpisode ? current / 2 : current;
-      this.set({ rate: Math.min(high, Math.max(MIN_RATE, low, from)), burst, carry, phase: "ramp" }, now);
-    }
-    return this.setting;
+  private learnFromCycle(sentAt: number): void {
+    const c = this.cycle;
+    this.cycle = { startAt: sentAt, passes: 0 };
+    if (!c) return;
+    const elapsed = sentAt - c.startAt;
+    if (elapsed < COUNT_MIN_MS) return;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    const low = (c.passes - 1 - noise) / (elapsed / 1000);
+    if (low > this.low) this.low = low;
   }
 
   /**
-   * The probe's verdict on the rate in force: a 429 says it is too high; QUIET_MS of sending
-   * at it (really sending: at least QUIET_SHARE of its requests went out) says it is not.
-   * A 429 at or below a rate we had thought quiet means that verdict came too early (a big
-   * bucket was still draining): it is taken back.
+   * A new 429 episode began: its first 429 was sent at `sentAt`. `accepted`: the rate the
+   * server accepted over the last second (req/s).
    */
-  private learnFromCurrentRate(fit: QuotaFit, accepted: number, now: number, newEpisode: boolean): void {
+  throttled(sentAt: number, now: number, accepted: number): void {
+    this.learnFromCycle(sentAt);
+    this.learnFromCounts(sentAt);
+    this.learnBurst(sentAt);
     const rate = this.setting.rate;
-    if (rate === null || this.setting.phase === "unpaced") return;
-    if (newEpisode && this.setting.phase === "ramp") {
-      // The ramp overshot: the quota lies between most of what passed and the rate that drew the 429.
-      this.throttledHigh = Math.min(this.throttledHigh, rate);
-      this.quietLow = Math.max(this.quietLow, Math.min(rate, accepted) * RAMP_LOW_SHARE);
+    const phase = this.setting.phase;
+    if (phase === "unpaced" || rate === null) {
+      this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
       return;
     }
-    if (newEpisode) {
-      this.throttledHigh = Math.min(this.throttledHigh, rate);
-      if (rate <= this.quietLow * (1 + 2 * FIT_PRECISION)) this.quietLow = Math.max(fit.low, rate * QUIET_RETRACT);
+    // The rate in force drew it. (A ramp that doubled just before may owe it to the step before:
+    // only then is the bound loose, and the probe narrows it from there.)
+    if (rate <= this.low * (1 + HOLD_MARGIN)) {
+      // At or below what we took as within the quota: that verdict was early, or the quota shrank.
+      this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
+    }
+    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
+    this.probe(now);
+  }
+
+  /** Re-evaluate: ramp growth, quiet verdicts and count bounds. True when the rate changed. */
+  tick(now: number): boolean {
+    const before = this.setting.rate;
+    const s = this.setting;
+    if (s.phase === "ramp" && s.rate !== null) {
+      const elapsed = now - this.grownAt;
+      if (elapsed >= Math.max(RAMP_STEP_MS, (RAMP_STEP_SENDS / s.rate) * 1000)) {
+        // Grow only a rate we really send at: one the in-flight limit or the work holds back says nothing when it draws no 429.
+        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000);
+        this.grownAt = now;
+        this.sendsAtStep = this.sends;
+        if (kept) this.setting = { ...s, rate: s.rate * RAMP_FACTOR };
+      }
+    } else if (s.phase === "probe" || s.phase === "hold") {
+      this.learnFromCounts(now);
+      if (s.phase === "probe" && s.rate !== null && this.quietAt(s.rate, now)) {
+        // Quiet at x for T: a bucket draining at x − r would have run dry unless r > x − B/T.
+        const t = (now - this.rateSetAt) / 1000;
+        const noise = EDGE_NOISE + (s.rate * EDGE_NOISE_MS) / 1000;
+        this.low = Math.max(this.low, s.rate - (this.burstHigh + noise) / t);
+      }
+      this.probe(now);
+    }
+    return this.setting.rate !== before;
+  }
+
+  /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
+  private probe(now: number): void {
+    if (!Number.isFinite(this.high)) {
+      // Nothing above: grow from low as the ramp does.
+      if (this.setting.phase !== "ramp") this.setRate(Math.max(MIN_RATE, this.low, this.setting.rate ?? 0), "ramp", now);
       return;
     }
+    // Counts say more passed than `high` allows: that 429 came from noise, not the rate. Reopen just above.
+    if (this.low >= this.high) this.high = this.low * (1 + 4 * (TIGHT_SPAN - 1));
+    const low = Math.max(MIN_RATE, this.low);
+    const span = this.high / low;
+    if (span <= TIGHT_SPAN) {
+      // Held until `low` has risen by a margin (counts go on) or a 429 reopens the probe.
+      const current = this.setting.rate;
+      if (this.setting.phase !== "hold" || current === null || low * (1 - HOLD_MARGIN) > current * (1 + HOLD_MARGIN)) this.setRate(low * (1 - HOLD_MARGIN), "hold", now);
+      return;
+    }
+    const mid = span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2;
+    const current = this.setting.rate;
+    // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
+    if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
+    if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;
+    this.lowAtSet = low;
+    this.setRate(mid, "probe", now);
+  }
+
+  /**
+   * A 429 at a steady rate above the quota's ends a span in which the bucket only drained
+   * (it never overflowed): the passes of the span are at least what the rate refilled in it,
+   * less one token. So the rate is at most those passes, plus one, over the span.
+   */
+  private rateCountHigh(sentAt: number): number {
+    const spanMs = sentAt - this.rateSetAt;
+    if (!(spanMs >= COUNT_MIN_MS) || this.setting.phase === "ramp") return Infinity;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    return (this.passesAtRate + this.spentAtRate + 1 + noise) / (spanMs / 1000);
+  }
+
+  /** QUIET_MS at `rate` without a 429, really sending (not starved for work). */
+  private quietAt(rate: number, now: number): boolean {
     const elapsed = now - this.rateSetAt;
-    if (this.setting.phase === "fitted" && elapsed >= QUIET_MS && this.sentSinceSet >= QUIET_SHARE * rate * (elapsed / 1000)) {
-      this.quietLow = Math.max(this.quietLow, rate);
-      if (this.quietLow > this.throttledHigh) this.throttledHigh = Infinity;
+    return elapsed >= QUIET_MS && this.sends - this.sendsAtSet >= QUIET_SHARE * rate * (elapsed / 1000);
+  }
+
+  /**
+   * What the server demonstrably accepted since the last pause ended: those passes, less
+   * the most its bucket could have held then, came from its rate over that time.
+   */
+  private learnFromCounts(until: number): void {
+    const seg = this.segment;
+    if (!seg || !Number.isFinite(this.burstHigh)) return;
+    const elapsed = until - seg.startAt;
+    if (elapsed < COUNT_MIN_MS) return;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    const low = (seg.passes - this.burstHigh - noise) / (elapsed / 1000);
+    if (low > this.low) this.low = low;
+  }
+
+  /**
+   * The burst, from the passes of the segment a 429 ended: from a full bucket (the run's
+   * start) they bound it from above; after a pause, what the rate cannot explain of them is
+   * what the bucket held, a bound from below.
+   */
+  private learnBurst(sentAt: number): void {
+    const seg = this.segment;
+    if (!seg) return;
+    const passed = seg.passes;
+    const activeS = Math.max(0, sentAt - seg.startAt) / 1000;
+    const noise = EDGE_NOISE + (this.high * EDGE_NOISE_MS) / 1000;
+    // +2: the 429 may have overtaken one request sent just before it.
+    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 2;
+    if (Number.isFinite(this.high)) {
+      const held = passed - this.high * activeS - noise;
+      if (held > this.burstLow) this.burstLow = Math.min(Math.floor(held), this.burstHigh);
     }
   }
 
-  private set(next: RateSetting, now: number): void {
-    if (next.rate !== this.setting.rate || next.phase !== this.setting.phase) {
-      this.rateSetAt = now;
-      this.sentSinceSet = 0;
+  private setRate(rate: number, phase: RatePhase, now: number): void {
+    const r = Math.max(MIN_RATE, rate);
+    const burst = Math.max(1, this.burstLow - 1);
+    const carry = this.burstHigh >= 2 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+    if (r !== this.setting.rate || phase !== this.setting.phase) {
+      this.rateSetAt = NaN;
+      this.passesAtRate = 0;
+      this.spentAtRate = 0;
+      this.sendsAtSet = this.sends;
       this.grownAt = now;
     }
-    this.setting = next;
+    this.setting = { rate: r, burst, carry, phase };
   }
-
-  /** Ramp growth, called as requests are granted; true when the rate changed. */
-  tick(now: number): boolean {
-    const s = this.setting;
-    if (s.phase !== "ramp" || s.rate === null || !this.fit) return false;
-    if (now - this.grownAt < Math.max(RAMP_STEP_MS, (RAMP_STEP_SENDS / s.rate) * 1000)) return false;
-    const next = Math.min(this.fit.high, this.throttledHigh, s.rate * 2);
-    this.grownAt = now;
-    if (next <= s.rate) return false;
-    this.set({ ...s, rate: next }, now);
-    return true;
-  }
-}
-
-/**
- * Bounds learned earlier still hold (observations age out of the estimator, the quota does
- * not), so a new fit narrows the old one; a new fit that contradicts it means the quota
- * changed, and replaces it.
- */
-function narrowed(prev: QuotaFit, next: QuotaFit): QuotaFit {
-  const out: QuotaFit = {
-    low: Math.max(prev.low, next.low),
-    high: Math.min(prev.high, next.high),
-    burstLow: Math.max(prev.burstLow, next.burstLow),
-    burstHigh: Math.min(prev.burstHigh, next.burstHigh),
-  };
-  const consistent = out.low <= out.high * (1 + 2 * FIT_PRECISION) && out.burstLow <= out.burstHigh;
-  return consistent ? out : next;
 }

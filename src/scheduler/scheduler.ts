@@ -7,11 +7,13 @@
  *   elapsed (or a backoff, when there is none), not just the worker that got it,
  * - the retry policy (retry-policy.ts), and the longest wait we will sit through.
  *
- * Adaptive rate and concurrency (quota-estimator.ts, rate-control.ts, pacer.ts,
- * concurrency.ts): every answer is an observation of the server's quota; a token-bucket fit
- * of them sets our own pacer's rate and capacity, and Little's law sets how many requests
- * may be in flight to reach that rate at the measured latency. A 429 episode (the 429s of
- * requests that were already in flight when the first came back) counts once.
+ * Adaptive rate and concurrency (rate-control.ts, pacer.ts, concurrency.ts): what passed and
+ * what drew a 429, counted over spans of at least a tenth of a second, bounds the quota's rate
+ * from both sides; the send rate probes between the bounds and holds just below the lower
+ * one once they meet. Our own pacer copies the server's bucket (its burst used after a
+ * pause), and Little's law sets how many requests may be in flight to reach the rate at the
+ * measured latency. A 429 episode (the 429s of requests that were already in flight when
+ * the first came back) counts once.
  * 503s are not about the quota: they pause (with Retry-After) or back off one request, and
  * never lower the rate.
  */
@@ -21,8 +23,7 @@ import { ApiError } from "../core/errors.js";
 import { ResponseInfo } from "../client/http.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterMs } from "./retry-after.js";
-import { QuotaEstimator } from "./quota-estimator.js";
-import { RateControl, type RatePhase } from "./rate-control.js";
+import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit } from "./concurrency.js";
 
@@ -121,9 +122,6 @@ export interface SchedulerStats {
  */
 const RETRY_AFTER_MARGIN_MS = 50;
 
-
-/** The fit is redone this often while requests pass: its lower bound rises with what passed. */
-const REFIT_INTERVAL_MS = 2_000;
 /** In-flight floor: enough for loopback and LAN at any quota we expect. */
 const MIN_IN_FLIGHT = 4;
 /**
@@ -158,15 +156,14 @@ export class RequestScheduler {
    */
   private holds = 0;
   private pausedUntilMs = 0;
-  private readonly estimator = new QuotaEstimator();
   private readonly control = new RateControl();
   private readonly concurrency: ConcurrencyLimit;
   private pacer: Pacer | null = null;
   /** When the current 429 episode began (its first 429 was read). */
   private episodeAt = -Infinity;
   private episodeAccepted = 0;
-  private refitDue = false;
-  private lastFitAt = 0;
+  /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
+  private pausedSinceGrant = false;
   /** Answer times of requests that passed the quota, over the last ACCEPTED_WINDOW_MS. */
   private readonly passTimes: number[] = [];
   /** 429 episodes without Retry-After since a request last passed. */
@@ -244,6 +241,8 @@ export class RequestScheduler {
     this.countStatus(err.status == null ? err.kind : String(err.status));
     const now = this.clock.now();
     if (err.status !== null && err.status !== 429) this.answered(sentAt, err.status < 500 && err.status !== 401);
+    // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
+    if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
     const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
     const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
@@ -295,7 +294,7 @@ export class RequestScheduler {
     const now = this.clock.now();
     this.concurrency.answer(sentAt, now);
     if (!passed) return;
-    this.estimator.passed(sentAt, now, this.concurrency.latencyMs);
+    this.control.passed(sentAt);
     this.noRetryAfterStreak = 0;
     this.passTimes.push(now);
     while (this.passTimes.length && this.passTimes[0]! < now - ACCEPTED_WINDOW_MS) this.passTimes.shift();
@@ -304,19 +303,16 @@ export class RequestScheduler {
   /** A 429: true when it begins a new episode (it was sent after the last episode began). */
   private throttled(sentAt: number, now: number): boolean {
     this.concurrency.answer(sentAt, now);
-    this.estimator.throttled(sentAt, now, this.concurrency.latencyMs);
-    if (this.opts.adaptive === false) return sentAt > this.episodeAt;
-    this.pacer?.empty(now);
-    if (sentAt <= this.episodeAt) {
-      this.refitDue = true;
-      return false;
-    }
+    if (sentAt <= this.episodeAt) return false;
     this.episodeAt = now;
-    const windowMs = Math.max(100, Math.min(ACCEPTED_WINDOW_MS, now - (this.firstSentAt ?? now)));
-    this.episodeAccepted = this.passTimes.filter((t) => t >= now - windowMs).length / (windowMs / 1000);
-    this.refit(now, true);
+    if (this.opts.adaptive === false) return true;
+    // Over a whole second even at the start: the first 429 comes right after the bucket's burst,
+    // and the burst over the few milliseconds it took would read as a rate the quota never had.
+    this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
+    const before = this.control.current;
+    this.control.throttled(sentAt, now, this.episodeAccepted);
+    this.rateChanged(before, now);
     this.pacer?.empty(now);
-    this.refitDue = true;
     return true;
   }
 
@@ -327,32 +323,21 @@ export class RequestScheduler {
     return Math.min(this.opts.backoffCapMs, base * 2 ** (this.noRetryAfterStreak - 1));
   }
 
-  /** Fit the quota again and set the pacer from it. */
-  private refit(now: number, newEpisode = false): void {
-    this.lastFitAt = now;
-    this.refitDue = false;
-    if (this.opts.adaptive === false) return;
-    let fit = this.estimator.fit();
-    if (!fit && this.estimator.hasThrottles) {
-      // No token bucket explains everything seen: the quota changed, or is not a bucket.
-      // What came since the current episode began is what holds now.
-      this.estimator.forgetBefore(this.episodeAt - ACCEPTED_WINDOW_MS);
-      fit = this.estimator.fit();
-    }
-    const before = this.control.current;
-    const after = this.control.update(fit, this.episodeAccepted, now, newEpisode);
+  /** Set the pacer from the rate control and say so when the rate or phase moved. */
+  private rateChanged(before: RateSetting, now: number): void {
+    const after = this.control.current;
     this.applyRate(now);
-    const changed = before.phase !== after.phase || (after.rate ?? 0) === 0 || Math.abs((after.rate ?? 0) / (before.rate ?? 1) - 1) > 0.02;
-    if (changed) {
-      this.emit({
-        type: "rate",
-        requestsPerSecond: this.currentRate,
-        phase: after.phase,
-        fitLow: fit?.low ?? null,
-        fitHigh: fit?.high ?? null,
-        inFlightLimit: this.inFlightLimit,
-      });
-    }
+    const moved = before.phase !== after.phase || before.rate === null || Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02;
+    if (!moved) return;
+    const b = this.control.bounds;
+    this.emit({
+      type: "rate",
+      requestsPerSecond: this.currentRate,
+      phase: after.phase,
+      fitLow: b.low,
+      fitHigh: Number.isFinite(b.high) ? b.high : null,
+      inFlightLimit: this.inFlightLimit,
+    });
   }
 
   /** The pacer follows the adaptive rate and the user's ceiling, whichever is lower. */
@@ -385,6 +370,7 @@ export class RequestScheduler {
     const now = this.clock.now();
     const from = Math.max(now, this.pausedUntilMs);
     if (until > from) {
+      this.pausedSinceGrant = true;
       this.stats.waitMs += until - from;
       this.pausedUntilMs = until;
     }
@@ -435,15 +421,16 @@ export class RequestScheduler {
         }
         return this.arm(this.pausedUntilMs);
       }
-      if (this.refitDue || (this.estimator.hasThrottles && now - this.lastFitAt >= REFIT_INTERVAL_MS)) this.refit(now);
-      if (this.control.tick(now)) this.applyRate(now);
+      const before = this.control.current;
+      if (this.opts.adaptive !== false && this.control.tick(now)) this.rateChanged(before, now);
       if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);
       this.pacer?.take(now);
       this.firstSentAt ??= now;
-      this.control.sent();
+      this.control.sent(now, this.pausedSinceGrant);
+      this.pausedSinceGrant = false;
       this.count(w.endpoint);
       this.inFlight++;
       w.resolve(now);

@@ -23,10 +23,14 @@ describe("the scheduler against each quota shape (virtual time)", () => {
   it("a small burst answered with whole-second Retry-After no longer pins the rate to what one second accepted", async () => {
     const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 40/s burst 10")!;
     const r = await runShape(shape);
-    const rates = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
-    // The last rate set is within 10% of the quota's 40/s (the old estimator settled near 16).
-    expect(rates.at(-1)).toBeGreaterThan(36);
-    expect(rates.at(-1)).toBeLessThanOrEqual(40);
+    // The old estimator settled near 16 req/s (the burst plus one second's pause) and stayed.
+    // Every rate set after the first five seconds is within 20% of the quota's 40/s.
+    const later = r.events.flatMap(({ atS, e }) => (e.type === "rate" && e.requestsPerSecond !== null && atS > 5 ? [e.requestsPerSecond] : []));
+    expect(later.length).toBeGreaterThan(0);
+    for (const rate of later) {
+      expect(rate).toBeGreaterThan(32);
+      expect(rate).toBeLessThan(48);
+    }
     expect(r.ratio).toBeLessThan(1.25);
   });
 
