@@ -91,8 +91,8 @@ export class ApiClient {
   private get<S extends z.ZodType>(endpoint: EndpointName, url: URL, schema: S, signal: AbortSignal, skuId?: string): Promise<z.output<S>> {
     return this.opts.scheduler.run(
       endpoint,
-      async () => {
-        const raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal);
+      async (onStatus) => {
+        const raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal, onStatus);
         const parsed = schema.safeParse(raw.body);
         if (!parsed.success) {
           const issues = parsed.error.issues.map(describeIssue);

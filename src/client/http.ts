@@ -76,6 +76,7 @@ export async function getJson(
   opts: HttpOptions,
   dispatcher: Agent,
   signal: AbortSignal,
+  onStatus?: (status: number) => void,
 ): Promise<RawResponse> {
   // One controller per request, aborted by the caller's signal or by the whole-response timer,
   // and both released when the request ends. (AbortSignal.timeout + AbortSignal.any would keep a
@@ -92,6 +93,8 @@ export async function getJson(
     } catch (err) {
       throw transportError(err, endpoint, signal, deadline, opts);
     }
+    // Before the body is read: the scheduler stops granting at a 429/503 before this connection is free again.
+    onStatus?.(res.status);
     return await interpret(res, endpoint, opts, signal, deadline);
   } finally {
     deadline.release();

@@ -7,21 +7,25 @@
  *   elapsed (or a backoff, when there is none), not just the worker that got it,
  * - the retry policy (retry-policy.ts), and the longest wait we will sit through.
  *
- * Adaptive rate (the idea of AWS SDK "adaptive" retry mode, tuned for Retry-After's
- * one-second granularity, where every 429 costs a whole second of silence):
- * - until the first 429 there is no rate limit of our own;
- * - on a 429 we estimate the rate the server accepted since the previous 429
- *   (requests answered / time, pauses included, which cancels out the burst the
- *   server refills during a pause) and send at BETA of it; one episode at most halves
- *   the rate we were sending at, so 429s that are not about quota cannot spiral it down;
- * - well below the best rate the server has accepted we close the gap in seconds;
- *   near it we creep up slowly (GROWTH_PER_S) to learn whether the quota grew.
+ * Adaptive rate and concurrency (rate-control.ts, pacer.ts, concurrency.ts): what passed and
+ * what drew a 429, counted over spans of at least a tenth of a second, bounds the quota's rate
+ * from both sides; the send rate probes between the bounds and holds just below the lower
+ * one once they meet. Our own pacer copies the server's bucket (its burst used after a
+ * pause), and Little's law sets how many requests may be in flight to reach the rate at the
+ * measured latency. A 429 episode (the 429s of requests that were already in flight when
+ * the first came back) counts once.
+ * 503s are not about the quota: they pause (with Retry-After) or back off one request, and
+ * never lower the rate.
  */
+import { setMaxListeners } from "node:events";
 import type { EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { ResponseInfo } from "../client/http.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterMs } from "./retry-after.js";
+import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
+import { Pacer } from "./pacer.js";
+import { ConcurrencyLimit } from "./concurrency.js";
 
 export interface Clock {
   now(): number;
@@ -45,6 +49,12 @@ export const realClock: Clock = {
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
 };
+
+/**
+ * Told the status of an answer as soon as its headers are in, before its body is read: a
+ * 429/503 stops new grants at once (see `holds`).
+ */
+export type StatusListener = (status: number) => void;
 
 export interface SchedulerOptions {
   concurrency: number;
@@ -79,7 +89,17 @@ export type SchedulerEvent =
       message: string;
     }
   | { type: "failure"; endpoint: EndpointName; status: number | null; message: string; attempts: number }
-  | { type: "rate"; requestsPerSecond: number; estimate: number };
+  | {
+      type: "rate";
+      /** Our send rate (req/s), null when unpaced. */
+      requestsPerSecond: number | null;
+      phase: RatePhase;
+      /** The quota's rate as fitted so far: [low, high] req/s (high Infinity while unbounded). */
+      fitLow: number | null;
+      fitHigh: number | null;
+      /** Requests allowed in flight. */
+      inFlightLimit: number;
+    };
 
 export interface SchedulerStats {
   requests: number;
@@ -92,16 +112,6 @@ export interface SchedulerStats {
   waitMs: number;
 }
 
-/** Fraction of the estimated accepted rate we send at after a 429. */
-const BETA = 0.97;
-/** One 429 episode lowers the rate to no less than this share of what we were sending. */
-const MAX_DECREASE = 0.5;
-/** Relative growth per second of calm near the best accepted rate (first minute after a 429, then faster). */
-const GROWTH_PER_S = 0.001;
-const GROWTH_PER_S_LATER = 0.02;
-/** Below BETA x best, the gap closes at this share per second. */
-const RECOVERY_PER_S = 0.5;
-const MIN_RATE = 1;
 /**
  * Added to every wait a server named with Retry-After. We count the wait from when we read
  * the response; a server counts it from its own clock around the send, which on a loaded
@@ -112,116 +122,237 @@ const MIN_RATE = 1;
  */
 const RETRY_AFTER_MARGIN_MS = 50;
 
+/** In-flight floor: enough for loopback and LAN at any quota we expect. */
+const MIN_IN_FLIGHT = 4;
+/**
+ * A 429 without Retry-After: we choose the wait. A few of the quota's token intervals lets
+ * a token or three back into the server's bucket (bounded to 50 ms–1 s), doubling while the
+ * 429s repeat without a request passing in between.
+ */
+const NO_RETRY_AFTER_TOKENS = 3;
+const NO_RETRY_AFTER_MIN_MS = 50;
+const NO_RETRY_AFTER_MAX_MS = 1_000;
+/** The rate the server accepted is counted over this window before a 429 (where a ramp starts). */
+const ACCEPTED_WINDOW_MS = 1_000;
+
+interface Waiter {
+  endpoint: EndpointName;
+  signal: AbortSignal;
+  resolve: (sentAt: number) => void;
+  reject: (err: unknown) => void;
+  onAbort: () => void;
+}
+
 export class RequestScheduler {
   readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, rateLimited: 0, unavailable: 0, retries: 0, waitMs: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;
+  private readonly queue: Waiter[] = [];
   private inFlight = 0;
-  private readonly waiters: Array<() => void> = [];
+  /**
+   * Answers seen to be 429/503 whose handling has not finished. No grant while any is open:
+   * the connection that carried it is back in the pool as soon as its body is read, before
+   * its Retry-After is known here, and a request granted in between would go out on it early.
+   */
+  private holds = 0;
   private pausedUntilMs = 0;
-  private nextSlotMs = 0;
-  /** Adaptive rate state. */
-  private adaptiveRate: number | null = null;
-  private episodeStart: number | null = null;
-  private acceptedSinceEpisode = 0;
-  private lastGrowthAt = 0;
-  /** Best accepted rate estimated in this process (decays when the server accepts less). */
-  private bestEstimate = 0;
-  /** Send times in the last second, to know the rate we were actually sending at. */
-  private readonly recentSends: number[] = [];
+  private readonly control = new RateControl();
+  private readonly concurrency: ConcurrencyLimit;
+  private pacer: Pacer | null = null;
+  /** When the current 429 episode began (its first 429 was read). */
+  private episodeAt = -Infinity;
+  private episodeAccepted = 0;
+  /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
+  private pausedSinceGrant = false;
+  /** Answer times of requests that passed the quota, over the last ACCEPTED_WINDOW_MS. */
+  private readonly passTimes: number[] = [];
+  /** 429 episodes without Retry-After since a request last passed. */
+  private noRetryAfterStreak = 0;
+  private timer: { at: number; ac: AbortController } | null = null;
+  private firstSentAt: number | null = null;
+  private readonly widenedSignals = new WeakSet<AbortSignal>();
 
   constructor(private readonly opts: SchedulerOptions) {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
+    this.concurrency = new ConcurrencyLimit(MIN_IN_FLIGHT, opts.concurrency);
     if (opts.pausedUntil) this.pausedUntilMs = opts.pausedUntil;
+    this.applyRate(this.clock.now());
   }
 
   /** Epoch ms until which every worker is paused (0 when not paused). */
   get pausedUntil(): number {
     return this.pausedUntilMs > this.clock.now() ? this.pausedUntilMs : 0;
   }
-  /** The send rate in force (requests/s), or null when unlimited. */
+  /** The send rate in force (requests/s), or null when unpaced. */
   get currentRate(): number | null {
-    const a = this.adaptiveRate;
-    const c = this.opts.requestsPerSecond;
-    if (a == null) return c;
-    return c == null ? a : Math.min(a, c);
+    return this.pacer?.requestsPerSecond ?? null;
+  }
+  /** Requests allowed in flight now. */
+  get inFlightLimit(): number {
+    return this.concurrency.limit(this.currentRate);
   }
 
   /**
    * Run one logical request: `attempt` is called once per try, inside a concurrency
    * slot, after pause and rate allow it. Retries per RETRY_POLICY.
    */
-  async run<T>(endpoint: EndpointName, attempt: () => Promise<T>, signal: AbortSignal): Promise<T> {
-    let bounded = 0;
-    let rateLimited = 0;
-    for (let tries = 1; ; tries++) {
-      // acquire() counts the request as it grants the slot, so the budget check and the count
-      // are one synchronous step: workers resuming in the same turn cannot overspend it.
-      await this.acquire(signal, endpoint);
-      const sentAt = this.clock.now();
+  async run<T>(endpoint: EndpointName, attempt: (onStatus: StatusListener) => Promise<T>, signal: AbortSignal): Promise<T> {
+    const tries = { all: 0, bounded: 0, rateLimited: 0 };
+    for (;;) {
+      tries.all++;
+      // The grant counts the request and starts it in one synchronous step: workers resuming
+      // in the same turn cannot overspend the budget or the pacer.
+      const sentAt = await this.acquire(signal, endpoint);
+      let held = false;
+      const onStatus: StatusListener = (status) => {
+        if (held || (status !== 429 && status !== 503)) return;
+        held = true;
+        this.holds++;
+      };
       try {
-        const result = await attempt();
+        const result = await attempt(onStatus);
+        this.answered(sentAt, true);
         this.countStatus("2xx");
-        this.acceptedSinceEpisode++;
         return result;
       } catch (err) {
         if (!(err instanceof ApiError) || signal.aborted) throw err;
-        this.countStatus(err.status == null ? err.kind : String(err.status));
-        const action = actionFor(err);
-        const now = this.clock.now();
-        const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
-        const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
-        // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
-        const named = retryAfterMs(raHeader, now, 0);
-        const margin = named !== null && named > 0 ? RETRY_AFTER_MARGIN_MS : 0;
-        let waitMs: number;
-        let scope: "all" | "one";
-        if (action === "fail") {
-          this.emit({ type: "failure", endpoint, status: err.status, message: err.message, attempts: tries });
-          throw err;
-        } else if (action === "pause-all-and-retry") {
-          this.stats.rateLimited++;
-          rateLimited++;
-          if (rateLimited > this.opts.max429Retries) {
-            this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${rateLimited} rate-limited attempts`, attempts: tries });
-            throw err;
+        const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
+        if (waitMs.scope === "all") this.pauseUntil(this.clock.now() + waitMs.ms);
+        else {
+          // The wait is this request's alone: the others go on while it sleeps.
+          if (held) {
+            held = false;
+            this.holds--;
+            this.pump();
           }
-          this.adaptDown(sentAt, now);
-          waitMs = ra ?? backoffMs(rateLimited, this.opts.backoffBaseMs, this.opts.backoffCapMs, this.random);
-          scope = "all";
-        } else {
-          if (err.status === 503) this.stats.unavailable++;
-          bounded++;
-          const limit = action === "backoff-and-retry-twice" ? Math.min(INVALID_RESPONSE_RETRIES, this.opts.maxRetries) : this.opts.maxRetries;
-          if (bounded > limit) {
-            this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries} attempts: ${err.message}`, attempts: tries });
-            throw new ApiError(`${err.message} (gave up after ${tries} attempts)`, {
-              kind: err.kind,
-              endpoint,
-              status: err.status,
-              code: err.code,
-              cause: err,
-            });
-          }
-          waitMs = ra ?? backoffMs(bounded, this.opts.backoffBaseMs, this.opts.backoffCapMs, this.random);
-          scope = action === "pause-all-and-retry-bounded" ? "all" : "one";
+          await this.clock.sleep(waitMs.ms, signal);
         }
-        if (waitMs > this.opts.maxWaitMs) {
-          const resumeAfter = now + waitMs + margin;
-          const msg = `the server asked to wait ${Math.round(waitMs / 1000)} s, longer than rateLimit.maxWaitSeconds (${Math.round(this.opts.maxWaitMs / 1000)} s); resume after ${new Date(resumeAfter).toISOString()}`;
-          this.emit({ type: "failure", endpoint, status: err.status, message: msg, attempts: tries });
-          throw new ApiError(`${endpoint}: ${msg}`, { kind: "quota-wall", endpoint, status: err.status, resumeAfter, cause: err });
-        }
-        waitMs += margin;
-        this.stats.retries++;
-        this.emit({ type: "backoff", endpoint, status: err.status, retryAfter: raHeader, waitMs, attempt: tries, scope, message: err.message });
-        if (scope === "all") this.pauseUntil(now + waitMs);
-        else await this.clock.sleep(waitMs, signal);
       } finally {
-        this.release();
+        this.inFlight--;
+        if (held) this.holds--;
+        this.pump();
       }
     }
+  }
+
+  /** Classify a failed attempt: throw when it is final, else say how long to wait and who waits. */
+  private afterFailure(endpoint: EndpointName, err: ApiError, sentAt: number, tries: { all: number; bounded: number; rateLimited: number }): { ms: number; scope: "all" | "one" } {
+    this.countStatus(err.status == null ? err.kind : String(err.status));
+    const now = this.clock.now();
+    if (err.status !== null && err.status !== 429) this.answered(sentAt, err.status < 500 && err.status !== 401);
+    // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
+    if (err.status === 503) this.control.spent(sentAt);
+    const action = actionFor(err);
+    const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
+    const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
+    // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
+    const named = retryAfterMs(raHeader, now, 0);
+    const margin = named !== null && named > 0 ? RETRY_AFTER_MARGIN_MS : 0;
+    let waitMs: number;
+    let scope: "all" | "one";
+    if (action === "fail") {
+      this.emit({ type: "failure", endpoint, status: err.status, message: err.message, attempts: tries.all });
+      throw err;
+    } else if (action === "pause-all-and-retry") {
+      this.stats.rateLimited++;
+      tries.rateLimited++;
+      if (tries.rateLimited > this.opts.max429Retries) {
+        this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });
+        throw err;
+      }
+      const newEpisode = this.throttled(sentAt, now);
+      waitMs = ra ?? (newEpisode ? this.noRetryAfterWait() : Math.max(0, this.pausedUntilMs - now));
+      scope = "all";
+    } else {
+      if (err.status === 503) this.stats.unavailable++;
+      tries.bounded++;
+      const limit = action === "backoff-and-retry-twice" ? Math.min(INVALID_RESPONSE_RETRIES, this.opts.maxRetries) : this.opts.maxRetries;
+      if (tries.bounded > limit) {
+        this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.all} attempts: ${err.message}`, attempts: tries.all });
+        throw new ApiError(`${err.message} (gave up after ${tries.all} attempts)`, { kind: err.kind, endpoint, status: err.status, code: err.code, cause: err });
+      }
+      waitMs = ra ?? backoffMs(tries.bounded, this.opts.backoffBaseMs, this.opts.backoffCapMs, this.random);
+      // A wait the server named holds for every worker; without one, only this request backs off
+      // (a 503 without Retry-After is about this request, not the quota).
+      scope = action === "pause-all-and-retry-bounded" && ra !== null ? "all" : "one";
+    }
+    if (waitMs > this.opts.maxWaitMs) {
+      const resumeAfter = now + waitMs + margin;
+      const msg = `the server asked to wait ${Math.round(waitMs / 1000)} s, longer than rateLimit.maxWaitSeconds (${Math.round(this.opts.maxWaitMs / 1000)} s); resume after ${new Date(resumeAfter).toISOString()}`;
+      this.emit({ type: "failure", endpoint, status: err.status, message: msg, attempts: tries.all });
+      throw new ApiError(`${endpoint}: ${msg}`, { kind: "quota-wall", endpoint, status: err.status, resumeAfter, cause: err });
+    }
+    waitMs += margin;
+    this.stats.retries++;
+    this.emit({ type: "backoff", endpoint, status: err.status, retryAfter: raHeader, waitMs, attempt: tries.all, scope, message: err.message });
+    return { ms: waitMs, scope };
+  }
+
+  /** An answer that says something about the quota: `passed` it, or not (429s go through throttled()). */
+  private answered(sentAt: number, passed: boolean): void {
+    const now = this.clock.now();
+    this.concurrency.answer(sentAt, now);
+    if (!passed) return;
+    this.control.passed(sentAt);
+    this.noRetryAfterStreak = 0;
+    this.passTimes.push(now);
+    while (this.passTimes.length && this.passTimes[0]! < now - ACCEPTED_WINDOW_MS) this.passTimes.shift();
+  }
+
+  /** A 429: true when it begins a new episode (it was sent after the last episode began). */
+  private throttled(sentAt: number, now: number): boolean {
+    this.concurrency.answer(sentAt, now);
+    if (sentAt <= this.episodeAt) return false;
+    this.episodeAt = now;
+    if (this.opts.adaptive === false) return true;
+    // Over a whole second even at the start: the first 429 comes right after the bucket's burst,
+    // and the burst over the few milliseconds it took would read as a rate the quota never had.
+    this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
+    const before = this.control.current;
+    this.control.throttled(sentAt, now, this.episodeAccepted);
+    this.rateChanged(before, now);
+    this.pacer?.empty(now);
+    return true;
+  }
+
+  private noRetryAfterWait(): number {
+    this.noRetryAfterStreak++;
+    const rate = this.currentRate ?? Math.max(1, this.episodeAccepted);
+    const base = Math.min(NO_RETRY_AFTER_MAX_MS, Math.max(NO_RETRY_AFTER_MIN_MS, (NO_RETRY_AFTER_TOKENS * 1000) / rate));
+    return Math.min(this.opts.backoffCapMs, base * 2 ** (this.noRetryAfterStreak - 1));
+  }
+
+  /** Set the pacer from the rate control and say so when the rate or phase moved. */
+  private rateChanged(before: RateSetting, now: number): void {
+    const after = this.control.current;
+    this.applyRate(now);
+    const moved = before.phase !== after.phase || before.rate === null || Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02;
+    if (!moved) return;
+    const b = this.control.bounds;
+    this.emit({
+      type: "rate",
+      requestsPerSecond: this.currentRate,
+      phase: after.phase,
+      fitLow: b.low,
+      fitHigh: Number.isFinite(b.high) ? b.high : null,
+      inFlightLimit: this.inFlightLimit,
+    });
+  }
+
+  /** The pacer follows the adaptive rate and the user's ceiling, whichever is lower. */
+  private applyRate(now: number): void {
+    const adaptive = this.control.current;
+    const ceiling = this.opts.requestsPerSecond;
+    const rate = Math.min(adaptive.rate ?? Infinity, ceiling ?? Infinity);
+    if (!Number.isFinite(rate)) {
+      this.pacer = null;
+      return;
+    }
+    const own = adaptive.rate !== null && adaptive.rate <= rate;
+    const burst = own ? adaptive.burst : 1;
+    if (this.pacer) this.pacer.configure(rate, burst, now, own ? adaptive.carry : 0);
+    else this.pacer = new Pacer(rate, burst, now);
   }
 
   private emit(e: SchedulerEvent): void {
@@ -239,120 +370,98 @@ export class RequestScheduler {
     const now = this.clock.now();
     const from = Math.max(now, this.pausedUntilMs);
     if (until > from) {
+      this.pausedSinceGrant = true;
       this.stats.waitMs += until - from;
       this.pausedUntilMs = until;
     }
   }
 
-  private adaptDown(sentAt: number, now: number): void {
-    if (this.opts.adaptive === false) return;
-    // Requests already in flight when the pause began belong to the same episode.
-    if (this.episodeStart !== null && sentAt < this.pausedUntilMs) return;
-    const since = this.episodeStart ?? this.firstRequestAt ?? now;
-    const windowS = Math.max(1, (now - since) / 1000);
-    const estimate = this.acceptedSinceEpisode / windowS;
-    const sending = this.adaptiveRate ?? Math.max(MIN_RATE, this.sendRate(now));
-    const rate = Math.max(MIN_RATE, Math.min(sending, Math.max(BETA * estimate, MAX_DECREASE * sending)));
-    this.bestEstimate = Math.max(estimate, this.bestEstimate * 0.9);
-    this.adaptiveRate = rate;
-    this.episodeStart = now;
-    this.lastGrowthAt = now;
-    this.acceptedSinceEpisode = 0;
-    this.emit({ type: "rate", requestsPerSecond: rate, estimate });
-  }
-
-  private grow(now: number): void {
-    if (this.adaptiveRate === null || this.episodeStart === null) return;
-    const dt = (now - this.lastGrowthAt) / 1000;
-    if (dt <= 0) return;
-    const target = BETA * this.bestEstimate;
-    if (this.adaptiveRate < target) {
-      this.adaptiveRate += (target - this.adaptiveRate) * Math.min(1, RECOVERY_PER_S * dt);
-    } else {
-      const g = now - this.episodeStart < 60_000 ? GROWTH_PER_S : GROWTH_PER_S_LATER;
-      this.adaptiveRate *= 1 + g * dt;
+  /** Wait in line for a grant: resolves with the send time, once pause, in-flight limit and pacer allow. */
+  private acquire(signal: AbortSignal, endpoint: EndpointName): Promise<number> {
+    if (signal.aborted) return Promise.reject(signal.reason);
+    // Every waiter listens on the run's one signal: up to `concurrency` of them, beyond Node's default warning at 10.
+    if (!this.widenedSignals.has(signal)) {
+      setMaxListeners(this.opts.concurrency + 16, signal);
+      this.widenedSignals.add(signal);
     }
-    this.lastGrowthAt = now;
+    return new Promise<number>((resolve, reject) => {
+      const w: Waiter = {
+        endpoint,
+        signal,
+        resolve,
+        reject,
+        onAbort: () => {
+          const i = this.queue.indexOf(w);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(signal.reason);
+          this.pump();
+        },
+      };
+      signal.addEventListener("abort", w.onAbort, { once: true });
+      this.queue.push(w);
+      this.pump();
+    });
   }
 
-  private sendRate(now: number): number {
-    while (this.recentSends.length && now - this.recentSends[0]! > 1000) this.recentSends.shift();
-    return this.recentSends.length;
-  }
-
-  private firstRequestAt: number | null = null;
-
-  private async acquire(signal: AbortSignal, endpoint: EndpointName): Promise<void> {
-    try {
-      await this.acquireSlot(signal, endpoint);
-    } catch (err) {
-      // A waiter woken by release() that then fails (budget spent, quota wall, abort) passes the
-      // wake-up on, or the next waiter would wait for a slot that is already free.
-      if (this.inFlight < this.opts.concurrency) this.waiters.shift()?.();
-      throw err;
-    }
-  }
-
-  private async acquireSlot(signal: AbortSignal, endpoint: EndpointName): Promise<void> {
-    for (;;) {
-      if (signal.aborted) throw signal.reason;
-      const now = this.clock.now();
+  /**
+   * Grant what can go now, in line order; arm one timer for the moment the next may go
+   * (a pause's end or the pacer's next token). Releases call it too.
+   */
+  private pump(): void {
+    const now = this.clock.now();
+    while (this.queue.length) {
       if (this.opts.maxRequests != null && this.stats.requests >= this.opts.maxRequests) {
-        throw new ApiError(`${endpoint}: the request budget of ${this.opts.maxRequests} for this run is spent (--max-requests / sync.maxRequests); the next run continues`, {
-          kind: "budget",
-          endpoint,
-        });
+        const max = this.opts.maxRequests;
+        return this.rejectAll((w) => new ApiError(`${w.endpoint}: the request budget of ${max} for this run is spent (--max-requests / sync.maxRequests); the next run continues`, { kind: "budget", endpoint: w.endpoint }));
       }
       if (this.pausedUntilMs > now) {
         if (this.pausedUntilMs - now > this.opts.maxWaitMs + RETRY_AFTER_MARGIN_MS) {
-          throw new ApiError(`${endpoint}: paused by the server until ${new Date(this.pausedUntilMs).toISOString()}, longer than rateLimit.maxWaitSeconds`, {
-            kind: "quota-wall",
-            endpoint,
-            resumeAfter: this.pausedUntilMs,
-          });
+          const until = this.pausedUntilMs;
+          return this.rejectAll((w) => new ApiError(`${w.endpoint}: paused by the server until ${new Date(until).toISOString()}, longer than rateLimit.maxWaitSeconds`, { kind: "quota-wall", endpoint: w.endpoint, resumeAfter: until }));
         }
-        await this.clock.sleep(this.pausedUntilMs - now, signal);
-        continue;
+        return this.arm(this.pausedUntilMs);
       }
-      if (this.inFlight >= this.opts.concurrency) {
-        await new Promise<void>((resolve, reject) => {
-          const wake = () => {
-            signal.removeEventListener("abort", onAbort);
-            resolve();
-          };
-          const onAbort = () => {
-            // Out of the line, so a later release() wakes a waiter that can still use the slot.
-            const i = this.waiters.indexOf(wake);
-            if (i >= 0) this.waiters.splice(i, 1);
-            reject(signal.reason);
-          };
-          signal.addEventListener("abort", onAbort, { once: true });
-          this.waiters.push(wake);
-        });
-        continue;
-      }
-      this.grow(now);
-      const rate = this.currentRate;
-      if (rate !== null) {
-        const interval = 1000 / rate;
-        if (this.nextSlotMs > now) {
-          await this.clock.sleep(this.nextSlotMs - now, signal);
-          continue;
-        }
-        this.nextSlotMs = Math.max(this.nextSlotMs, now - interval) + interval;
-      }
-      if (this.firstRequestAt === null) this.firstRequestAt = now;
-      this.count(endpoint);
-      this.recentSends.push(now);
-      if (this.recentSends.length > 4096) this.recentSends.splice(0, 2048);
+      const before = this.control.current;
+      if (this.opts.adaptive !== false && this.control.tick(now)) this.rateChanged(before, now);
+      if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
+      if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
+      const w = this.queue.shift()!;
+      w.signal.removeEventListener("abort", w.onAbort);
+      this.pacer?.take(now);
+      this.firstSentAt ??= now;
+      this.control.sent(now, this.pausedSinceGrant);
+      this.pausedSinceGrant = false;
+      this.count(w.endpoint);
       this.inFlight++;
-      return;
+      w.resolve(now);
     }
+    this.disarm();
   }
 
-  private release(): void {
-    this.inFlight--;
-    const next = this.waiters.shift();
-    if (next) next();
+  private rejectAll(errorFor: (w: Waiter) => Error): void {
+    for (const w of this.queue.splice(0)) {
+      w.signal.removeEventListener("abort", w.onAbort);
+      w.reject(errorFor(w));
+    }
+    this.disarm();
+  }
+
+  private arm(at: number): void {
+    if (this.timer && this.timer.at <= at) return;
+    this.disarm();
+    const ac = new AbortController();
+    this.timer = { at, ac };
+    this.clock.sleep(Math.max(0, at - this.clock.now()), ac.signal).then(
+      () => {
+        if (this.timer?.ac === ac) this.timer = null;
+        this.pump();
+      },
+      () => {},
+    );
+  }
+
+  private disarm(): void {
+    this.timer?.ac.abort();
+    this.timer = null;
   }
 }

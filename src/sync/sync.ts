@@ -526,6 +526,13 @@ function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
     case "failure":
       return { kind: "error", endpoint: e.endpoint, status: e.status, message: e.message };
     case "rate":
-      return { kind: "rate", message: `send rate set to ${e.requestsPerSecond.toFixed(1)} req/s (server accepted ~${e.estimate.toFixed(1)} req/s)` };
+      return { kind: "rate", message: describeRate(e) };
   }
+}
+
+function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
+  const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
+  const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
+  const quota = e.fitLow === null ? "" : `, quota fitted at ${fmt(e.fitLow)}–${fmt(e.fitHigh)} req/s`;
+  return `send rate ${rate} (${e.phase}${quota}), up to ${e.inFlightLimit} in flight`;
 }

@@ -97,6 +97,50 @@ describe("request scheduler", () => {
     for (const r of rejected) expect((r.reason as ApiError).kind).toBe("budget");
   });
 
+  it("no request is granted between a 429's status arriving and its Retry-After being handled", async () => {
+    // The connection that carried the 429 is free once its body is read; a request granted
+    // before the Retry-After is known would go out on it early (a violation on that socket).
+    const clock = new FakeClock();
+    const s = scheduler(clock, { concurrency: 2, adaptive: false });
+    const signal = new AbortController().signal;
+    let releaseBody!: () => void;
+    const bodyRead = new Promise<void>((r) => (releaseBody = r));
+    const sendsAt: number[] = [];
+    let throttledOnce = false;
+    const throttled = s.run(
+      "detail",
+      async (onStatus) => {
+        sendsAt.push(clock.t);
+        if (throttledOnce) return "retried";
+        throttledOnce = true;
+        onStatus(429);
+        await bodyRead;
+        throw http429("1");
+      },
+      signal,
+    );
+    const other = s.run("detail", async () => {
+      sendsAt.push(clock.t);
+      return "ok";
+    }, signal);
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    // Both started (two slots). A third waits behind the open 429 though a slot is free.
+    const third = s.run("detail", async () => {
+      sendsAt.push(clock.t);
+      return "third";
+    }, signal);
+    await other;
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(sendsAt).toHaveLength(2);
+    const readAt = clock.t;
+    releaseBody();
+    const results = await drive(clock, [throttled, third]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+    // Everything after the first two went out only after the Retry-After (1 s) had elapsed.
+    expect(sendsAt).toHaveLength(4);
+    for (const t of sendsAt.slice(2)) expect(t).toBeGreaterThanOrEqual(readAt + 1_000);
+  });
+
   it("a 429 pauses every worker until its Retry-After has elapsed", async () => {
     const clock = new FakeClock();
     const s = scheduler(clock, { adaptive: false });

@@ -1,0 +1,60 @@
+/**
+ * How many requests may be in flight, by Little's law: to send `rate` requests per second
+ * when each takes `latency` seconds, rate × latency must be in flight. Loopback needs 1 or 2;
+ * a server 100 ms away at 100 req/s needs 10. The limit follows the measured latency (the
+ * median of recent round trips) between a floor and the configured ceiling (`concurrency`).
+ * With no send rate of our own yet (no 429 seen), it sizes for UNPACED_RPS: on loopback that is
+ * the floor (4 in flight at 2 ms is 2,000 req/s), 100 ms away it is 32. Growing by slow start
+ * instead would grow on loopback too (there throughput × latency is the in-flight count
+ * itself), and every request in flight at the first 429 is a 429.
+ */
+
+/** Headroom over rate × latency: latency varies, and a burst after a pause wants more at once. */
+const HEADROOM = 1.5;
+const EXTRA = 2;
+/** Round trips remembered for the median. */
+const SAMPLES = 32;
+/**
+ * The rate sized for before any quota is known: the fastest quota (200 req/s) we expect. Every
+ * request in flight when the bucket runs dry is a 429, and the first round trips (a cold
+ * process) are the slowest, so this stays modest: 5 in flight at 10 ms.
+ */
+const UNPACED_RPS = 200;
+
+export class ConcurrencyLimit {
+  private readonly rtts: number[] = [];
+
+  constructor(
+    private readonly floor: number,
+    readonly ceiling: number,
+  ) {}
+
+  answer(sentAt: number, answeredAt: number): void {
+    this.rtts.push(Math.max(0, answeredAt - sentAt));
+    if (this.rtts.length > SAMPLES) this.rtts.shift();
+  }
+
+  /** Median round trip in ms (0 before the first answer). */
+  get latencyMs(): number {
+    if (!this.rtts.length) return 0;
+    const s = [...this.rtts].sort((a, b) => a - b);
+    return s[Math.floor(s.length / 2)]!;
+  }
+
+  /** The shortest recent round trip (ms): the distance to the server, without the stalls of a busy process. */
+  get shortestMs(): number {
+    return this.rtts.length ? Math.min(...this.rtts) : 0;
+  }
+
+  /**
+   * The in-flight limit for sending at `rate` req/s (null: unpaced). Unpaced, it sizes by the
+   * shortest round trip: a cold process's first answers are slow for reasons of its own, and
+   * every request in flight when the bucket runs dry comes back 429.
+   */
+  limit(rate: number | null): number {
+    const latencyS = (rate === null ? this.shortestMs : this.latencyMs) / 1000;
+    const target = rate ?? UNPACED_RPS;
+    const want = Math.ceil(target * latencyS * HEADROOM) + EXTRA;
+    return Math.max(Math.min(this.floor, this.ceiling), Math.min(this.ceiling, want));
+  }
+}

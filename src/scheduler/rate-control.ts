@@ -1,0 +1,280 @@
+/**
+ * The send rate, learned from what the server accepted and refused. After TCP (slow start,
+ * then congestion avoidance) and the AWS SDK's adaptive mode, with bounds on the quota that
+ * come from counts over whole seconds rather than from the timing of single requests
+ * (single timings on a loaded machine are off by tens of milliseconds; counts are not):
+ * - unpaced: until the first 429 we have no rate of our own (the in-flight limit applies).
+ *   The passes before it bound the server's burst (`burstHigh`).
+ * - ramp: no rate has drawn a 429 yet. We start from the rate the server accepted over the
+ *   last second and double it every RAMP_STEP_MS; the rate that draws a 429 is `high`.
+ * - probe: the quota's rate lies in [low, high]. We send inside the bounds; a 429 lowers
+ *   `high` to the rate that drew it, QUIET_MS without one raises `low` to it, so each
+ *   step halves the gap. Once the gap is within TIGHT_SPAN we send just below `low` and
+ *   stop probing (hold). A 429 in hold reopens the probe just below the rate that drew it.
+ * - `low` also rises with what the server demonstrably accepted: passes since the last
+ *   pause ended, less the most the bucket could have held then, over the time since.
+ * The pacer's capacity follows the smallest burst the server has shown it holds (passes
+ * right after a pause, beyond what the rate explains): after a Retry-After pause the
+ * server's refilled bucket is used at once, and a fixed window's allowance is sent as the
+ * window opens.
+ */
+
+/** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
+const TIGHT_SPAN = 1.03;
+/** In hold, this far below `low`: the bounds are counts over noisy clocks. */
+const HOLD_MARGIN = 0.01;
+/** The ramp doubles its rate at most this often, and only after RAMP_STEP_SENDS requests at it. */
+const RAMP_STEP_MS = 250;
+const RAMP_STEP_SENDS = 2;
+/** ...by this factor: the 429 then brackets the quota within it (doubling would leave a factor of two to probe). */
+const RAMP_FACTOR = 1.5;
+/** A rate sent at this long without a 429 is taken as within the quota... */
+const QUIET_MS = 2_000;
+/** ...if at least this share of its requests really went out (not starved for work). */
+const QUIET_SHARE = 0.8;
+/** A 429 at a rate taken as quiet: that verdict came early (a bucket was still draining); low falls back to this share of it. */
+const QUIET_RETRACT = 0.95;
+/** Counts are compared over at least this long (shorter spans are dominated by the burst and clock noise). */
+const COUNT_MIN_MS = 100;
+/**
+ * Requests whose place relative to a span's edges is uncertain. Passes are counted by when
+ * we sent them, so a span holds exactly what we sent in it; the server saw the same requests
+ * a transit time later, the same for both edges but for jitter (a few ms, more on a loaded
+ * machine). Counted against every bound: EDGE_NOISE requests plus rate × EDGE_NOISE_MS.
+ */
+const EDGE_NOISE = 0.5;
+const EDGE_NOISE_MS = 10;
+/** The share of a token a late timer may carry over (pacer.ts), when the server's bucket may hold two. */
+const PACER_CARRY = 0.9;
+/** Below this rate a millisecond is under 5% of a token interval: nothing worth the risk of a pair. */
+const CARRY_FROM_RATE = 50;
+/** Never below: one request every 2 s still makes progress and keeps learning. */
+const MIN_RATE = 0.5;
+
+export type RatePhase = "unpaced" | "ramp" | "probe" | "hold";
+
+export interface RateSetting {
+  rate: number | null;
+  /** Pacer capacity: tokens it may hold after a pause. */
+  burst: number;
+  /** The pacer may carry a fraction of a token above `burst` (the server's bucket holds more than one). */
+  carry: number;
+  phase: RatePhase;
+}
+
+export interface QuotaBounds {
+  low: number;
+  high: number;
+  burstLow: number;
+  burstHigh: number;
+}
+
+export class RateControl {
+  private setting: RateSetting = { rate: null, burst: 1, carry: 0, phase: "unpaced" };
+  private low = 0;
+  private high = Infinity;
+  private burstLow = 1;
+  private burstHigh = Infinity;
+  private firstSentAt: number | null = null;
+  /** Passes answered since the run began, and since the current segment (the last pause's end). */
+  private passes = 0;
+  private segment: { startAt: number; passes: number; afterPause: boolean } | null = null;
+  /** Passes sent since the current 429 episode's first 429 was sent. */
+  private cycle: { startAt: number; passes: number } | null = null;
+  private sends = 0;
+  private rateSetAt = 0;
+  private sendsAtSet = 0;
+  private grownAt = 0;
+  private sendsAtStep = 0;
+  /** `low` when the probe rate in force was chosen. */
+  private lowAtSet = 0;
+  /** Passes of requests sent at the rate in force (since its first request). */
+  private passesAtRate = 0;
+  private spentAtRate = 0;
+
+  get current(): RateSetting {
+    return this.setting;
+  }
+  get bounds(): QuotaBounds {
+    return { low: this.low, high: this.high, burstLow: this.burstLow, burstHigh: this.burstHigh };
+  }
+
+  /** A request went out (granted) at `now`; `afterPause`: the first since a pause ended. */
+  sent(now: number, afterPause: boolean): void {
+    this.firstSentAt ??= now;
+    // The quiet clock starts with the first request at a rate, not at the pause that usually follows setting it.
+    if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
+    if (afterPause || !this.segment) this.segment = { startAt: now, passes: 0, afterPause };
+    this.sends++;
+  }
+
+  /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
+  passed(sentAt: number): void {
+    this.passes++;
+    if (sentAt >= this.rateSetAt) this.passesAtRate++;
+    if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
+    if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
+  }
+
+  /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
+  spent(sentAt: number): void {
+    if (sentAt >= this.rateSetAt) this.spentAtRate++;
+  }
+
+  /**
+   * From one 429 episode to the next the bucket went from empty to empty: what passed in
+   * between is what it refilled, pauses included, so no more than the rate allows
+   * (less when it overflowed during a pause). For a fixed window this is its allowance per window.
+   */
+  private learnFromCycle(sentAt: number): void {
+    const c = this.cycle;
+    this.cycle = { startAt: sentAt, passes: 0 };
+    if (!c) return;
+    const elapsed = sentAt - c.startAt;
+    if (elapsed < COUNT_MIN_MS) return;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    const low = (c.passes - 1 - noise) / (elapsed / 1000);
+    if (low > this.low) this.low = low;
+  }
+
+  /**
+   * A new 429 episode began: its first 429 was sent at `sentAt`. `accepted`: the rate the
+   * server accepted over the last second (req/s).
+   */
+  throttled(sentAt: number, now: number, accepted: number): void {
+    this.learnFromCycle(sentAt);
+    this.learnFromCounts(sentAt);
+    this.learnBurst(sentAt);
+    const rate = this.setting.rate;
+    const phase = this.setting.phase;
+    if (phase === "unpaced" || rate === null) {
+      this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
+      return;
+    }
+    // The rate in force drew it. (A ramp that doubled just before may owe it to the step before:
+    // only then is the bound loose, and the probe narrows it from there.)
+    if (rate <= this.low * (1 + HOLD_MARGIN)) {
+      // At or below what we took as within the quota: that verdict was early, or the quota shrank.
+      this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
+    }
+    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
+    this.probe(now);
+  }
+
+  /** Re-evaluate: ramp growth, quiet verdicts and count bounds. True when the rate changed. */
+  tick(now: number): boolean {
+    const before = this.setting.rate;
+    const s = this.setting;
+    if (s.phase === "ramp" && s.rate !== null) {
+      const elapsed = now - this.grownAt;
+      if (elapsed >= Math.max(RAMP_STEP_MS, (RAMP_STEP_SENDS / s.rate) * 1000)) {
+        // Grow only a rate we really send at: one the in-flight limit or the work holds back says nothing when it draws no 429.
+        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000);
+        this.grownAt = now;
+        this.sendsAtStep = this.sends;
+        if (kept) this.setting = { ...s, rate: s.rate * RAMP_FACTOR };
+      }
+    } else if (s.phase === "probe" || s.phase === "hold") {
+      this.learnFromCounts(now);
+      if (s.phase === "probe" && s.rate !== null && this.quietAt(s.rate, now)) {
+        // Quiet at x for T: a bucket draining at x − r would have run dry unless r > x − B/T.
+        const t = (now - this.rateSetAt) / 1000;
+        const noise = EDGE_NOISE + (s.rate * EDGE_NOISE_MS) / 1000;
+        this.low = Math.max(this.low, s.rate - (this.burstHigh + noise) / t);
+      }
+      this.probe(now);
+    }
+    return this.setting.rate !== before;
+  }
+
+  /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
+  private probe(now: number): void {
+    if (!Number.isFinite(this.high)) {
+      // Nothing above: grow from low as the ramp does.
+      if (this.setting.phase !== "ramp") this.setRate(Math.max(MIN_RATE, this.low, this.setting.rate ?? 0), "ramp", now);
+      return;
+    }
+    // Counts say more passed than `high` allows: that 429 came from noise, not the rate. Reopen just above.
+    if (this.low >= this.high) this.high = this.low * (1 + 4 * (TIGHT_SPAN - 1));
+    const low = Math.max(MIN_RATE, this.low);
+    const span = this.high / low;
+    if (span <= TIGHT_SPAN) {
+      // Held until `low` has risen by a margin (counts go on) or a 429 reopens the probe.
+      const current = this.setting.rate;
+      if (this.setting.phase !== "hold" || current === null || low * (1 - HOLD_MARGIN) > current * (1 + HOLD_MARGIN)) this.setRate(low * (1 - HOLD_MARGIN), "hold", now);
+      return;
+    }
+    const mid = span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2;
+    const current = this.setting.rate;
+    // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
+    if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
+    if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;
+    this.lowAtSet = low;
+    this.setRate(mid, "probe", now);
+  }
+
+  /**
+   * A 429 at a steady rate above the quota's ends a span in which the bucket only drained
+   * (it never overflowed): the passes of the span are at least what the rate refilled in it,
+   * less one token. So the rate is at most those passes, plus one, over the span.
+   */
+  private rateCountHigh(sentAt: number): number {
+    const spanMs = sentAt - this.rateSetAt;
+    if (!(spanMs >= COUNT_MIN_MS) || this.setting.phase === "ramp") return Infinity;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    return (this.passesAtRate + this.spentAtRate + 1 + noise) / (spanMs / 1000);
+  }
+
+  /** QUIET_MS at `rate` without a 429, really sending (not starved for work). */
+  private quietAt(rate: number, now: number): boolean {
+    const elapsed = now - this.rateSetAt;
+    return elapsed >= QUIET_MS && this.sends - this.sendsAtSet >= QUIET_SHARE * rate * (elapsed / 1000);
+  }
+
+  /**
+   * What the server demonstrably accepted since the last pause ended: those passes, less
+   * the most its bucket could have held then, came from its rate over that time.
+   */
+  private learnFromCounts(until: number): void {
+    const seg = this.segment;
+    if (!seg || !Number.isFinite(this.burstHigh)) return;
+    const elapsed = until - seg.startAt;
+    if (elapsed < COUNT_MIN_MS) return;
+    const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
+    const low = (seg.passes - this.burstHigh - noise) / (elapsed / 1000);
+    if (low > this.low) this.low = low;
+  }
+
+  /**
+   * The burst, from the passes of the segment a 429 ended: from a full bucket (the run's
+   * start) they bound it from above; after a pause, what the rate cannot explain of them is
+   * what the bucket held, a bound from below.
+   */
+  private learnBurst(sentAt: number): void {
+    const seg = this.segment;
+    if (!seg) return;
+    const passed = seg.passes;
+    const activeS = Math.max(0, sentAt - seg.startAt) / 1000;
+    const noise = EDGE_NOISE + (this.high * EDGE_NOISE_MS) / 1000;
+    // +2: the 429 may have overtaken one request sent just before it.
+    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 2;
+    if (Number.isFinite(this.high)) {
+      const held = passed - this.high * activeS - noise;
+      if (held > this.burstLow) this.burstLow = Math.min(Math.floor(held), this.burstHigh);
+    }
+  }
+
+  private setRate(rate: number, phase: RatePhase, now: number): void {
+    const r = Math.max(MIN_RATE, rate);
+    const burst = Math.max(1, this.burstLow - 1);
+    const carry = this.burstHigh >= 2 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+    if (r !== this.setting.rate || phase !== this.setting.phase) {
+      this.rateSetAt = NaN;
+      this.passesAtRate = 0;
+      this.spentAtRate = 0;
+      this.sendsAtSet = this.sends;
+      this.grownAt = now;
+    }
+    this.setting = { rate: r, burst, carry, phase };
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * The scheduler against modelled quotas in virtual time: a fake clock, a model server
+ * (token bucket or fixed window; Retry-After in seconds, as an HTTP-date, or absent; 503
+ * bursts; latency with jitter) and workers sending through the real RequestScheduler.
+ * Deterministic (seeded), so a shape can be tested without sleeps or timing asserts, and
+ * fast enough to tune against a matrix of shapes. The real-process matrix is `npm run bench`.
+ */
+import { ApiError } from "../../src/core/errors.js";
+import { ResponseInfo } from "../../src/client/http.js";
+import { RequestScheduler, type Clock, type SchedulerEvent } from "../../src/scheduler/scheduler.js";
+
+export class VirtualClock implements Clock {
+  t = Date.UTC(2026, 10, 24, 12, 0, 0, 123);
+  private timers: Array<{ at: number; seq: number; fire: () => void }> = [];
+  private seq = 0;
+  now(): number {
+    return this.t;
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer = {
+        at: this.t + Math.max(0, ms),
+        seq: this.seq++,
+        fire: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.timers = this.timers.filter((x) => x !== timer);
+        reject(signal!.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.timers.push(timer);
+    });
+  }
+  /** Run timers in time order until `done()`; every promise settles between two timers. */
+  async runUntil(done: () => boolean, maxMs: number): Promise<void> {
+    const end = this.t + maxMs;
+    for (;;) {
+      await new Promise((r) => setImmediate(r));
+      if (done()) return;
+      if (!this.timers.length) throw new Error("deadlock: nothing scheduled and not done");
+      let i = 0;
+      for (let j = 1; j < this.timers.length; j++) {
+        const a = this.timers[j]!;
+        const b = this.timers[i]!;
+        if (a.at < b.at || (a.at === b.at && a.seq < b.seq)) i = j;
+      }
+      const timer = this.timers.splice(i, 1)[0]!;
+      if (timer.at > end) throw new Error(`not done within ${maxMs} ms of virtual time`);
+      this.t = Math.max(this.t, timer.at);
+      timer.fire();
+    }
+  }
+}
+
+export type RetryAfterForm = "seconds" | "date" | "none";
+
+export interface QuotaShape {
+  name: string;
+  kind: "bucket" | "window";
+  /** bucket: tokens per second; window: requests per window. */
+  rate: number;
+  /** bucket: capacity; window: window length in seconds. */
+  burst: number;
+  retryAfter: RetryAfterForm;
+  /** Round trip (ms) and its jitter (± ms, uniform). */
+  latencyMs?: number;
+  jitterMs?: number;
+  /** Each request starts a burst of 503s (not about the quota) with this probability. */
+  burst503?: { probability: number; length: number; retryAfterSeconds: number | null };
+  /** Requests the workload needs (answered 2xx). */
+  requests: number;
+}
+
+export interface ShapeResult {
+  name: string;
+  requests: number;
+  accepted: number;
+  throttled: number;
+  unavailable: number;
+  violations: number;
+  wallS: number;
+  leastS: number;
+  ratio: number;
+  /** Scheduler events with the virtual time (s since start) they came at. */
+  events: Array<{ atS: number; e: SchedulerEvent }>;
+}
+
+/** Least time the quota allows for `accepted` requests (the issue's definition). */
+export function leastSeconds(shape: QuotaShape, accepted: number): number {
+  if (shape.kind === "bucket") return Math.max(0, accepted - shape.burst) / shape.rate;
+  return (Math.ceil(accepted / shape.rate) - 1) * shape.burst;
+}
+
+function seeded(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+class ModelServer {
+  private tokens: number;
+  private last: number;
+  private windowStart: number;
+  private windowCount = 0;
+  private burst503Left = 0;
+  accepted = 0;
+  throttled = 0;
+  unavailable = 0;
+  violations = 0;
+  /** Deadlines named to the client: [when the client read it, deadline]. */
+  private deadlines: Array<{ readAt: number; until: number }> = [];
+
+  constructor(
+    private readonly shape: QuotaShape,
+    private readonly clock: VirtualClock,
+    private readonly random: () => number,
+  ) {
+    this.tokens = shape.burst;
+    this.last = clock.now();
+    this.windowStart = clock.now();
+  }
+
+  async request(): Promise<void> {
+    const rtt = Math.max(1, (this.shape.latencyMs ?? 2) + ((this.random() * 2 - 1) * (this.shape.jitterMs ?? 0)));
+    await this.clock.sleep(rtt / 2);
+    const arrival = this.clock.now();
+    if (this.deadlines.some((d) => d.readAt < arrival - rtt / 2 && arrival < d.until)) this.violations++;
+    const decision = this.decide(arrival);
+    await this.clock.sleep(rtt / 2);
+    if (decision.ok) return;
+    const readAt = this.clock.now();
+    if (decision.until !== null) this.deadlines.push({ readAt, until: decision.until });
+    const headers = new Headers();
+    if (decision.header !== null) headers.set("retry-after", decision.header);
+    throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, cause: new ResponseInfo(headers) });
+  }
+
+  private decide(t: number): { ok: true } | { ok: false; status: number; header: string | null; until: number | null } {
+    const b = this.shape.burst503;
+    if (this.burst503Left > 0 || (b && this.random() < b.probability)) {
+      this.burst503Left = this.burst503Left > 0 ? this.burst503Left - 1 : b!.length - 1;
+      this.unavailable++;
+      const s = b?.retryAfterSeconds ?? null;
+      return { ok: false, status: 503, header: s === null ? null : String(s), until: s === null ? null : t + s * 1000 };
+    }
+    const waitMs = this.admit(t);
+    if (waitMs === 0) {
+      this.accepted++;
+      return { ok: true };
+    }
+    this.throttled++;
+    if (this.shape.retryAfter === "none") return { ok: false, status: 429, header: null, until: null };
+    if (this.shape.retryAfter === "date") {
+      const until = Math.ceil((t + waitMs) / 1000) * 1000;
+      return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
+    }
+    const s = Math.max(1, Math.ceil(waitMs / 1000));
+    return { ok: false, status: 429, header: String(s), until: t + s * 1000 };
+  }
+
+  /** 0 when admitted, else ms until it would be. */
+  private admit(t: number): number {
+    if (this.shape.kind === "bucket") {
+      this.tokens = Math.min(this.shape.burst, this.tokens + ((t - this.last) / 1000) * this.shape.rate);
+      this.last = t;
+      if (this.tokens >= 1) {
+        this.tokens -= 1;
+        return 0;
+      }
+      return ((1 - this.tokens) / this.shape.rate) * 1000;
+    }
+    const w = this.shape.burst * 1000;
+    const start = this.windowStart + Math.floor((t - this.windowStart) / w) * w;
+    if (start !== this.windowStart) {
+      this.windowStart = start;
+      this.windowCount = 0;
+    }
+    if (this.windowCount < this.shape.rate) {
+      this.windowCount++;
+      return 0;
+    }
+    return start + w - t;
+  }
+}
+
+export interface RunOptions {
+  concurrency?: number;
+  seed?: number;
+}
+
+/** Run `shape.requests` successful requests through a RequestScheduler against the model. */
+export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promise<ShapeResult> {
+  const clock = new VirtualClock();
+  const random = seeded(opts.seed ?? 1);
+  const server = new ModelServer(shape, clock, seeded((opts.seed ?? 1) + 1000));
+  const start = clock.now();
+  const events: Array<{ atS: number; e: SchedulerEvent }> = [];
+  const concurrency = opts.concurrency ?? 32;
+  const scheduler = new RequestScheduler({
+    concurrency,
+    requestsPerSecond: null,
+    maxRetries: 6,
+    max429Retries: 50,
+    backoffBaseMs: 500,
+    backoffCapMs: 30_000,
+    minRetryAfterMs: 1_000,
+    maxWaitMs: 15 * 60_000,
+    clock,
+    random,
+    onEvent: (e) => events.push({ atS: (clock.now() - start) / 1000, e }),
+  });
+  let next = 0;
+  let done = 0;
+  let lastDone = start;
+  let failure: unknown = null;
+  const ac = new AbortController();
+  const worker = async () => {
+    while (next < shape.requests) {
+      next++;
+      await scheduler.run("detail", () => server.request(), ac.signal);
+      done++;
+      lastDone = clock.now();
+    }
+  };
+  const all = Promise.all(Array.from({ length: concurrency }, worker)).catch((e) => {
+    failure = e;
+  });
+  await clock.runUntil(() => done >= shape.requests || failure !== null, 3_600_000);
+  await all;
+  if (failure) throw failure;
+  const wallS = (lastDone - start) / 1000;
+  const leastS = leastSeconds(shape, server.accepted);
+  return {
+    name: shape.name,
+    requests: scheduler.stats.requests,
+    accepted: server.accepted,
+    throttled: server.throttled,
+    unavailable: server.unavailable,
+    violations: server.violations,
+    wallS,
+    leastS,
+    ratio: wallS / leastS,
+    events,
+  };
+}
+
+/** The shapes of issue 10 §2, with values varied around the bench's. */
+export const QUOTA_MATRIX: QuotaShape[] = [
+  { name: "bucket 5/s burst 1", kind: "bucket", rate: 5, burst: 1, retryAfter: "seconds", requests: 300 },
+  { name: "bucket 2/s burst 1", kind: "bucket", rate: 2, burst: 1, retryAfter: "seconds", requests: 120 },
+  { name: "bucket 40/s burst 10", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300 },
+  { name: "bucket 20/s burst 4", kind: "bucket", rate: 20, burst: 4, retryAfter: "seconds", requests: 800 },
+  { name: "bucket 150/s burst 150", kind: "bucket", rate: 150, burst: 150, retryAfter: "seconds", requests: 2500 },
+  { name: "bucket 100/s burst 100 date", kind: "bucket", rate: 100, burst: 100, retryAfter: "date", requests: 2000 },
+  { name: "window 300/10 s", kind: "window", rate: 300, burst: 10, retryAfter: "seconds", requests: 1500 },
+  { name: "window 30/3 s", kind: "window", rate: 30, burst: 3, retryAfter: "seconds", requests: 600 },
+  { name: "window 600/60 s date", kind: "window", rate: 600, burst: 60, retryAfter: "date", requests: 2000 },
+  { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
+  { name: "bucket 60/s burst 10 503 bursts", kind: "bucket", rate: 60, burst: 10, retryAfter: "seconds", requests: 1300, burst503: { probability: 0.01, length: 3, retryAfterSeconds: null } },
+  { name: "bucket 100/s burst 20 100 ms", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 100, jitterMs: 20, requests: 2000 },
+  { name: "bucket 200/s burst 20 20 ms", kind: "bucket", rate: 200, burst: 20, retryAfter: "seconds", latencyMs: 20, jitterMs: 5, requests: 3000 },
+  { name: "bucket 150/s burst 30 200 ms", kind: "bucket", rate: 150, burst: 30, retryAfter: "seconds", latencyMs: 200, jitterMs: 40, requests: 3000 },
+];

@@ -1,0 +1,52 @@
+/**
+ * The real RequestScheduler against every quota shape of issue 10 §2, in virtual time
+ * (quota-harness.ts: a fake clock and a model server; deterministic, no sleeps). What the
+ * shapes must never see is asserted exactly: a request sent before a Retry-After elapsed.
+ * How close each runs to the quota is the bench's job (real processes, BENCHMARKS.md); here
+ * a loose bound catches a scheduler stuck far below a shape (the old estimator ran the
+ * 40/s burst-10 bucket at 2.4× the least time).
+ */
+import { describe, expect, it } from "vitest";
+import { QUOTA_MATRIX, runShape } from "./quota-harness.js";
+
+describe("the scheduler against each quota shape (virtual time)", () => {
+  for (const shape of QUOTA_MATRIX) {
+    it(`${shape.name}: every request done, no Retry-After cut short, within 2x the least time, 429s under 10%`, async () => {
+      const r = await runShape(shape);
+      expect(r.accepted).toBeGreaterThanOrEqual(shape.requests);
+      expect(r.violations).toBe(0);
+      expect(r.ratio).toBeLessThan(2);
+      expect(r.throttled / r.requests).toBeLessThan(0.1);
+    });
+  }
+
+  it("a small burst answered with whole-second Retry-After no longer pins the rate to what one second accepted", async () => {
+    const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 40/s burst 10")!;
+    const r = await runShape(shape);
+    // The old estimator settled near 16 req/s (the burst plus one second's pause) and stayed.
+    // Every rate set after the first five seconds is within 20% of the quota's 40/s.
+    const later = r.events.flatMap(({ atS, e }) => (e.type === "rate" && e.requestsPerSecond !== null && atS > 5 ? [e.requestsPerSecond] : []));
+    expect(later.length).toBeGreaterThan(0);
+    for (const rate of later) {
+      expect(rate).toBeGreaterThan(32);
+      expect(rate).toBeLessThan(48);
+    }
+    expect(r.ratio).toBeLessThan(1.25);
+  });
+
+  it("503 bursts do not lower the rate: it ends as high as without them", async () => {
+    const base = QUOTA_MATRIX.find((s) => s.name === "bucket 60/s burst 10 503 bursts")!;
+    const without = await runShape({ ...base, burst503: undefined });
+    const withBursts = await runShape(base);
+    const last = (r: typeof without) => r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : [])).at(-1)!;
+    expect(withBursts.unavailable).toBeGreaterThan(0);
+    expect(last(withBursts)).toBeGreaterThan(0.9 * last(without));
+  });
+
+  it("in flight follows rate x latency: 100 ms away, more than 4 requests are in flight", async () => {
+    const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 100/s burst 20 100 ms")!;
+    const r = await runShape(shape);
+    const limits = r.events.flatMap(({ e }) => (e.type === "rate" ? [e.inFlightLimit] : []));
+    expect(Math.max(...limits)).toBeGreaterThanOrEqual(10);
+  });
+});
