@@ -47,6 +47,7 @@ export const COMMANDS: CommandDef[] = [
     options: [
       { name: "full", type: "boolean", help: "full backfill: fetch detail and complete history of every SKU" },
       { name: "max-requests", type: "string", arg: "N", help: "request budget for this run; reaching it ends the run as partial (config: sync.maxRequests)" },
+      { name: "ignore-quota-wall", type: "boolean", help: "start although the last run stored a quota wall (a Retry-After beyond rateLimit.maxWaitSeconds) still in force; a run that finishes clears it" },
       DB,
       ...CONNECTION,
       { name: "no-progress", type: "boolean", help: "no live progress line on a terminal" },

@@ -39,6 +39,12 @@ export const DEFAULTS = {
    * "resume after T", and the next run continues. Long enough for per-minute quotas.
    */
   maxWaitMs: 15 * 60_000,
+  /**
+   * The most any one Retry-After may impose: a day. A quota that resets daily still fits; a
+   * server that names years (or a number no date can hold) is treated as naming this, and
+   * the run journals it as suspicious, so one response cannot stop the mirror for longer.
+   */
+  maxServerWaitMs: 24 * 60 * 60_000,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */

@@ -119,6 +119,8 @@ export class Daemon {
   private lastRun: Readiness["lastRun"] = null;
   private blocked: { kind: ErrorKind; message: string } | null = null;
   private resumeAfterMs: number | null = null;
+  /** The wall in resumeAfterMs is also the database's (a finished run's resume_after), so clearing it there clears it here. */
+  private wallStored = false;
 
   constructor(opts: DaemonOptions) {
     this.config = opts.config;
@@ -160,7 +162,10 @@ export class Daemon {
     this.lastSuccessMs = this.readSafely(() => this.state.lastSuccess(), null);
     if (this.lastSuccessMs !== null) this.metrics.lastSuccess.set(this.lastSuccessMs / 1000);
     const wall = this.readSafely(() => this.state.resumeAfter(), null);
-    if (wall !== null && wall > this.clock.now()) this.resumeAfterMs = wall;
+    if (wall !== null && wall > this.clock.now()) {
+      this.resumeAfterMs = wall;
+      this.wallStored = true;
+    }
     if (this.httpAt) {
       this.http = await startHttp({
         host: this.httpAt.host,
@@ -230,6 +235,8 @@ export class Daemon {
       this.journal.skipped({ mode, at: now, message });
       return Promise.resolve({ kind: "skipped", reason: "overlap", message });
     }
+    // A stored wall cleared meanwhile (a `sync --ignore-quota-wall` that finished) no longer holds this daemon back.
+    if (this.wallStored && this.resumeAfterMs !== null && now < this.resumeAfterMs && this.readSafely(() => this.state.resumeAfter(), this.resumeAfterMs) === null) this.resumeAfterMs = null;
     if (this.resumeAfterMs !== null && now < this.resumeAfterMs) {
       const message = `${mode} tick (${source}) skipped: waiting for the quota, resume after ${new Date(this.resumeAfterMs).toISOString()}`;
       this.metrics.ticksSkipped.labels(mode, "quota").inc();
@@ -309,6 +316,7 @@ export class Daemon {
         this.resumeAfterMs = null;
       } else if (result.resumeAfter) {
         this.resumeAfterMs = Date.parse(result.resumeAfter);
+        this.wallStored = true;
       }
       const summary = {
         mode,
@@ -346,7 +354,11 @@ export class Daemon {
         this.blocked = { kind, message: safeMessage(error) };
         logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; not ready until this is fixed (the daemon keeps trying on schedule)`);
       } else {
-        if (error instanceof ApiError && error.kind === "quota-wall" && error.resumeAfter) this.resumeAfterMs = error.resumeAfter;
+        if (error instanceof ApiError && error.kind === "quota-wall" && error.resumeAfter) {
+          // Before any run was recorded (the workspace check): only this process knows the wall.
+          this.resumeAfterMs = error.resumeAfter;
+          this.wallStored = false;
+        }
         logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; the next tick tries again`);
       }
       return { kind: "failed", error, errorKind: kind };

@@ -1,10 +1,26 @@
+import { DEFAULTS } from "../core/defaults.js";
+
 /**
  * Retry-After in both forms RFC 9110 §10.2.3 allows: delta-seconds ("120") and
  * an HTTP-date ("Wed, 21 Oct 2026 07:28:00 GMT"). Returns the wait in ms from `now`.
  * 0, a date in the past, or garbage all yield `minMs`: never a hot retry loop.
- * Long waits are returned as they are; the caller decides whether to sit through them.
+ * Waits beyond `capMs` (default DEFAULTS.maxServerWaitMs, a day) are returned as `capMs`:
+ * any number of digits, or a date centuries ahead, is range-checked before it becomes a
+ * time. Below the cap the caller decides whether to sit through a long wait.
  */
-export function retryAfterMs(value: string | null | undefined, now: number, minMs: number): number | null {
+export function retryAfterMs(value: string | null | undefined, now: number, minMs: number, capMs: number = DEFAULTS.maxServerWaitMs): number | null {
+  const asked = askedMs(value, now, minMs);
+  return asked === null ? null : Math.min(asked, capMs);
+}
+
+/** True when `value` names a wait beyond `capMs` (a suspicious server: the caller journals it). */
+export function retryAfterBeyondCap(value: string | null | undefined, now: number, capMs: number = DEFAULTS.maxServerWaitMs): boolean {
+  const asked = askedMs(value, now, 0);
+  return asked !== null && asked > capMs;
+}
+
+/** The wait `value` names, uncapped (may be Infinity for absurdly many digits). */
+function askedMs(value: string | null | undefined, now: number, minMs: number): number | null {
   if (value == null) return null;
   const v = value.trim();
   if (v === "") return minMs;

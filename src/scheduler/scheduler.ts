@@ -18,11 +18,11 @@
  * never lower the rate.
  */
 import { setMaxListeners } from "node:events";
-import type { EndpointName } from "../core/defaults.js";
+import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { ResponseInfo } from "../client/http.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
-import { retryAfterMs } from "./retry-after.js";
+import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
 import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit } from "./concurrency.js";
@@ -89,6 +89,8 @@ export type SchedulerEvent =
       message: string;
     }
   | { type: "failure"; endpoint: EndpointName; status: number | null; message: string; attempts: number }
+  /** The server named a wait beyond DEFAULTS.maxServerWaitMs (a day): honoured as that, and worth a look. */
+  | { type: "suspicious"; endpoint: EndpointName; status: number | null; retryAfter: string; message: string }
   | {
       type: "rate";
       /** Our send rate (req/s), null when unpaced. */
@@ -245,6 +247,10 @@ export class RequestScheduler {
     if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
     const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
+    if (retryAfterBeyondCap(raHeader, now)) {
+      const capH = DEFAULTS.maxServerWaitMs / 3_600_000;
+      this.emit({ type: "suspicious", endpoint, status: err.status, retryAfter: raHeader!, message: `${endpoint}: the server asked to wait beyond ${capH} h (Retry-After: ${raHeader!.slice(0, 64)}); no server may impose more than ${capH} h, so ${capH} h it is` });
+    }
     const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
     // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
     const named = retryAfterMs(raHeader, now, 0);

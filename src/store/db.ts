@@ -121,9 +121,10 @@ export function peekDatabase(path: string, now = Date.now()): { workspace: { id:
     if (!has("workspace")) return null;
     const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
     const ra = has("sync_runs")
-      ? (db.prepare("SELECT resume_after FROM sync_runs WHERE resume_after IS NOT NULL ORDER BY id DESC LIMIT 1").get() as { resume_after: string } | undefined)
+      ? // The latest finished run's wall: a later run that finished (--ignore-quota-wall, or after the wall) clears it.
+        (db.prepare("SELECT resume_after FROM sync_runs WHERE status <> 'running' ORDER BY id DESC LIMIT 1").get() as { resume_after: string | null } | undefined)
       : undefined;
-    const t = ra ? Date.parse(ra.resume_after) : NaN;
+    const t = ra?.resume_after ? Date.parse(ra.resume_after) : NaN;
     return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null };
   } catch (err) {
     throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });

@@ -217,7 +217,7 @@ export class Store {
         WHERE k.deleted_at IS NULL AND (s.fetched_at IS NULL OR s.fetched_at < ?)`),
       runPlan: p(`UPDATE sync_runs SET skus_new = @new, skus_changed = @changed, skus_repolled = @repolled,
           skus_retried = @retried, skus_reverified = @reverified, request_budget = @budget WHERE id = @id`),
-      lastResumeAfter: p("SELECT resume_after FROM sync_runs WHERE resume_after IS NOT NULL ORDER BY id DESC LIMIT 1"),
+      lastResumeAfter: p("SELECT resume_after FROM sync_runs WHERE status <> 'running' ORDER BY id DESC LIMIT 1"),
       countPending: p("SELECT count(*) AS n FROM sku_sync WHERE pending_walk_id = ?"),
 
       lastRun: p("SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1"),
@@ -476,10 +476,10 @@ export class Store {
   saveRunPlan(runId: number, p: { new: number; changed: number; repolled: number; retried: number; reverified: number; budget: number | null }): void {
     this.s.runPlan.run({ id: runId, ...p });
   }
-  /** resume_after of the latest run that set one (a quota wall), if still in the future. */
+  /** resume_after of the latest finished run (a quota wall), if still in the future. */
   resumeAfter(now = Date.now()): number | null {
-    const r = this.s.lastResumeAfter.get() as { resume_after: string } | undefined;
-    const t = r ? Date.parse(r.resume_after) : NaN;
+    const r = this.s.lastResumeAfter.get() as { resume_after: string | null } | undefined;
+    const t = r?.resume_after ? Date.parse(r.resume_after) : NaN;
     return Number.isFinite(t) && t > now ? t : null;
   }
   /**

@@ -35,6 +35,8 @@ export interface SyncOptions {
   signal: AbortSignal;
   progress?: ProgressSink;
   clock?: Clock;
+  /** Start even though the last run stored a quota wall still in force (`sync --ignore-quota-wall`); the run journals it. */
+  ignoreQuotaWall?: boolean;
 }
 
 export interface SyncResult {
@@ -151,6 +153,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   const onEvent = (e: SchedulerEvent) => {
     const entry = journalEntryFor(e);
     if (!entry) return;
+    if (e.type === "suspicious") logger.warn({ endpoint: e.endpoint, status: e.status }, e.message);
     if (e.type === "backoff") logger.warn({ endpoint: e.endpoint, status: e.status, retryAfter: e.retryAfter, waitMs: e.waitMs }, `backing off: ${e.message}`);
     if (journalSink) journalSink(entry);
     else pendingJournal.push(entry);
@@ -166,7 +169,13 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   try {
     // What the file already says, read without writing: its workspace, and a quota wall still in force.
     const peek = peekDatabase(config.dbPath);
-    api = createApi(config, opts.key, onEvent, opts.clock, peek?.resumeAfter ?? undefined);
+    const wall = peek?.resumeAfter ?? null;
+    if (wall !== null && opts.ignoreQuotaWall) {
+      const message = `quota wall until ${new Date(wall).toISOString()} ignored (--ignore-quota-wall)`;
+      logger.warn({ resumeAfter: new Date(wall).toISOString() }, message);
+      pendingJournal.push({ kind: "info", message });
+    }
+    api = createApi(config, opts.key, onEvent, opts.clock, wall !== null && !opts.ignoreQuotaWall ? wall : undefined);
     const { client, scheduler } = api;
 
     // Who is this key for? Nothing is written before this and the database check pass.
@@ -527,12 +536,14 @@ function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
       return { kind: "error", endpoint: e.endpoint, status: e.status, message: e.message };
     case "rate":
       return { kind: "rate", message: describeRate(e) };
+    case "suspicious":
+      return { kind: "suspicious", endpoint: e.endpoint, status: e.status, retryAfter: e.retryAfter, message: e.message };
   }
 }
 
 function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
   const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
   const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
-  const quota = e.fitLow === null ? "" : `, quota fitted at ${fmt(e.fitLow)}–${fmt(e.fitHigh)} req/s`;
+  const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;
   return `send rate ${rate} (${e.phase}${quota}), up to ${e.inFlightLimit} in flight`;
 }

@@ -15,7 +15,7 @@ export default async function sync(v: Record<string, unknown>): Promise<number> 
     process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
   let result: SyncResult;
   try {
-    result = await runSync({ mode, config, key, logger, signal, progress });
+    result = await runSync({ mode, config, key, logger, signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });
   } finally {
     progress.finish();
     dispose();
