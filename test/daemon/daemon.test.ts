@@ -315,10 +315,13 @@ describe("Daemon: failures never stop it", () => {
   });
 
   it("a quota wall (partial with a resume time) skips ticks until that time", async () => {
-    const { d, sync, clock, metrics } = setup();
+    // The database holds the partial run's resume_after, as the real one does after that run.
+    let stored: number | null = null;
+    const { d, sync, clock, metrics } = setup({ state: fakeState({ resumeAfter: () => stored }) });
     await d.start();
     const a = d.tick("incremental");
     sync.calls[0]!.resolve({ status: "partial", resumeAfter: new Date(T0 + 600_000).toISOString(), responses429: 3 });
+    stored = T0 + 600_000;
     await a;
     clock.t = T0 + 300_000;
     expect(await d.tick("incremental")).toMatchObject({ kind: "skipped", reason: "quota" });
@@ -331,6 +334,19 @@ describe("Daemon: failures never stop it", () => {
     expect(sync.calls).toHaveLength(2);
     sync.calls[1]!.resolve();
     await b;
+  });
+
+  it("a stored quota wall cleared meanwhile (sync --ignore-quota-wall finished) no longer skips ticks", async () => {
+    let stored: number | null = T0 + 600_000;
+    const { d, sync, clock } = setup({ state: fakeState({ resumeAfter: () => stored }) });
+    await d.start();
+    clock.t = T0 + 1_000;
+    expect(await d.tick("incremental")).toMatchObject({ kind: "skipped", reason: "quota" });
+    stored = null;
+    const b = d.tick("incremental");
+    expect(sync.calls).toHaveLength(1);
+    sync.calls[0]!.resolve();
+    expect(await b).toMatchObject({ kind: "ran" });
   });
 
   it("a quota wall recorded in the database is respected after a restart", async () => {
