@@ -7,6 +7,7 @@ import { describeError, exitCodeOf, ConfigError } from "../core/errors.js";
 import { redactSecrets } from "../core/secret.js";
 import { VERSION } from "../core/version.js";
 import { commandHelp, findCommand, mainHelp, parseCommandArgs } from "./options.js";
+import { forTerminal } from "../core/terminal.js";
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 const handlers: Record<string, () => Promise<{ default: (v: Values) => Promise<number> }>> = {
@@ -47,7 +48,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     const code = exitCodeOf(err);
     const prefix = err instanceof ConfigError ? "configuration error" : "error";
-    process.stderr.write(`inventory-mirror ${name}: ${prefix}: ${redactSecrets(describeError(err))}\n`);
+    process.stderr.write(`inventory-mirror ${name}: ${prefix}: ${forTerminal(redactSecrets(describeError(err)))}\n`);
     return code;
   }
 }
@@ -57,7 +58,7 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (err) => {
-    process.stderr.write(`inventory-mirror: unexpected error: ${redactSecrets(describeError(err))}\n`);
+    process.stderr.write(`inventory-mirror: unexpected error: ${forTerminal(redactSecrets(describeError(err)))}\n`);
     process.exitCode = 1;
   },
 );

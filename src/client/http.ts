@@ -17,7 +17,7 @@
 import { Agent } from "undici";
 import type { EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
-import { redactSecrets, type Secret } from "../core/secret.js";
+import { redactSecrets, scrubSecrets, type Secret } from "../core/secret.js";
 
 export interface HttpOptions {
   connectTimeoutMs: number;
@@ -270,7 +270,7 @@ async function interpret(res: Received, endpoint: EndpointName, opts: HttpOption
   }
   let body: unknown;
   try {
-    body = JSON.parse(text);
+    body = JSON.parse(scrubSecrets(text));
   } catch (err) {
     throw new ApiError(
       // JSON.parse quotes a snippet of the text in its message: server text, so made safe.

@@ -43,6 +43,22 @@ export function redactSecrets(text: string): string {
 }
 
 /**
+ * A response body that echoes a key (a server reflecting the Authorization header into a
+ * name or a note): every known key's bytes become "[redacted]" before the body is parsed,
+ * so the key is neither stored nor printed, in its JSON-escaped forms too; "[redacted]"
+ * needs no escaping, so the body stays valid JSON.
+ */
+export function scrubSecrets(text: string): string {
+  let out = text;
+  for (const key of registry) {
+    // As sent, and as JSON may escape it ("/" as "\/"; quotes and backslashes escaped).
+    const escaped = JSON.stringify(key).slice(1, -1);
+    for (const form of new Set([key, escaped, escaped.replaceAll("/", "\\/")])) if (out.includes(form)) out = out.split(form).join(REDACTED);
+  }
+  return out;
+}
+
+/**
  * Is a field of this name a credential? (authorization, proxy-authorization, cookie,
  * apiKey, x-api-key, token, accessToken, secret, password...). Case and separators are
  * ignored. The logger redacts such fields at any depth; a false positive only hides a

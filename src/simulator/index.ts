@@ -31,6 +31,7 @@ import { SimServer } from "./server.js";
 import type { SimStats } from "./stats.js";
 import type { GroundTruth } from "./types.js";
 import type { VarianceOptions } from "./variance.js";
+import type { HostileTextOptions } from "./hostile-text.js";
 
 export interface SimulatorOptions extends ModelOptions {
   /** Default: random `sim_` + 32 hex characters. */
@@ -46,6 +47,8 @@ export interface SimulatorOptions extends ModelOptions {
   faults?: FaultRule[];
   /** Where the API document leaves a choice open, take it another way (variance.ts; profiles.ts names bundles). */
   variance?: VarianceOptions;
+  /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
+  hostileText?: HostileTextOptions;
   /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
   latencyMs?: number;
   /** Latency varies uniformly by ± this many ms, seeded (default 0). */
@@ -82,6 +85,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
     ...(opts.variance ? { variance: opts.variance } : {}),
+    ...(opts.hostileText ? { hostileText: opts.hostileText } : {}),
     latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);

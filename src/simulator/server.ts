@@ -35,6 +35,7 @@ import { createRng, type Rng } from "./prng.js";
 import { createQuota, quotaRetryAfter, retryAfterDeadline, type Quota, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
+import { hostileBody, type HostileTextOptions } from "./hostile-text.js";
 import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -56,6 +57,8 @@ export interface SimServerOptions {
   variance?: VarianceOptions;
   /** Every API response is delayed by ms ± jitterMs (uniform, seeded); null or ms 0 = none. */
   latency?: { ms: number; jitterMs?: number } | null;
+  /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
+  hostileText?: HostileTextOptions;
 }
 
 export class SimServer {
@@ -75,6 +78,7 @@ export class SimServer {
   private readonly waits = new Set<() => void>();
   private closing = false;
   readonly shaper: Shaper;
+  private readonly hostileText: HostileTextOptions | null;
 
   constructor(o: SimServerOptions) {
     this.model = o.model;
@@ -82,6 +86,7 @@ export class SimServer {
     this.seed = o.seed;
     this.keyDigest = digest(o.apiKey);
     this.shaper = new Shaper(o.variance, o.model);
+    this.hostileText = o.hostileText ?? null;
     o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed));
     // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
     const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
@@ -220,6 +225,7 @@ export class SimServer {
     try {
       body = handleApi(this.model, this.cursors, route, url.searchParams, (limit) => this.shaper.pageSize(limit));
       body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null);
+      if (this.hostileText) body = hostileBody(body, this.hostileText, req.headers.authorization);
     } catch (err) {
       if (!(err instanceof SimApiError)) throw err;
       const e = this.shaper.error(err.status, err.code);

@@ -4,8 +4,9 @@
  * Every command of the CLI (the COMMANDS table: a command without a case here fails the
  * first test) runs at --log-level debug through every scenario: success, 401, 429 with
  * Retry-After, 503 until retries run out, response timeouts, every malformed-body fault
- * the simulator has, the key given through INVENTORY_API_KEY_FILE, and a hostile server
- * that echoes the Authorization header back into error bodies, headers and field names.
+ * the simulator has, the key given through INVENTORY_API_KEY_FILE, a hostile server that
+ * echoes the Authorization header back into error bodies, headers and field names, and the
+ * simulator echoing it into the names of successful answers (hostile-text.ts).
  * After each run the key's bytes (so also "Bearer <key>") must be in no line of stdout or
  * stderr, in no file the run wrote (database, -wal, -shm, .lock, anything in its working
  * directory) and in no column of any row of any table of the database.
@@ -126,6 +127,8 @@ const SCENARIOS: Scenario[] = [
   { name: "key from INVENTORY_API_KEY_FILE (group-readable)", faults: () => [], keyFile: true },
   { name: "key file, refused (401)", faults: () => [], keyFile: true, refuseKey: true },
   { name: "hostile server echoing the Authorization header", faults: () => [], hostile: true },
+  // Successful answers whose names carry the Authorization header (and terminal control sequences): scrubbed before they are stored or printed.
+  { name: "simulator echoing the Authorization header into names", faults: () => [], sim: { hostileText: { echoAuthorization: true, controlChars: true } } },
 ];
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 /** `inventory-mirror check`: which workspace is this key for? Writes nothing. */
 import { createApi, checkExpectedWorkspace } from "../../sync/sync.js";
 import { setup } from "../common.js";
+import { forTerminal } from "../../core/terminal.js";
 
 export default async function check(v: Record<string, unknown>): Promise<number> {
   const { config, key } = setup(v as never);
@@ -9,7 +10,7 @@ export default async function check(v: Record<string, unknown>): Promise<number>
     const ws = await client.workspace(AbortSignal.timeout(config.http.responseTimeoutMs * 3));
     checkExpectedWorkspace(ws, config);
     if (v.json) process.stdout.write(JSON.stringify({ id: ws.workspace.id, name: ws.workspace.name, scope: ws.scope }) + "\n");
-    else process.stdout.write(`workspace id:   ${ws.workspace.id}\nworkspace name: ${ws.workspace.name}\nscope:          ${ws.scope}\n`);
+    else process.stdout.write(forTerminal(`workspace id:   ${ws.workspace.id}\nworkspace name: ${ws.workspace.name}\nscope:          ${ws.scope}`) + "\n");
     return 0;
   } finally {
     await client.close();

@@ -13,6 +13,7 @@ import { startSimulator } from "../../simulator/index.js";
 import { runSync } from "../../sync/sync.js";
 import { abortOnSignals } from "../common.js";
 import { summarize } from "./sync.js";
+import { forTerminal } from "../../core/terminal.js";
 
 export default async function demo(v: Record<string, unknown>): Promise<number> {
   const dbPath = resolve((v.db as string | undefined) ?? "./data/demo.db");
@@ -32,7 +33,7 @@ export default async function demo(v: Record<string, unknown>): Promise<number> 
     const config = loadConfig({ db: dbPath, baseUrl: sim.baseUrl, logLevel: "warn" }, {});
     process.stdout.write(`Full sync of ${sim.baseUrl} into ${dbPath}…\n`);
     const result = await runSync({ mode: "full", config, key: new Secret(apiKey), logger, signal });
-    process.stdout.write("\n" + summarize(result) + "\n");
+    process.stdout.write("\n" + forTerminal(summarize(result)) + "\n");
     if (result.status !== "succeeded") return 1;
     const rel = dbPath.startsWith(process.cwd()) ? "." + dbPath.slice(process.cwd().length) : dbPath;
     process.stdout.write(

@@ -5,6 +5,7 @@ import { openReadOnly } from "../../analysis/open.js";
 import { reconcile, type Mismatch, type ReconcileReport } from "../../analysis/reconcile.js";
 import { flagsFrom } from "../common.js";
 import { fmt } from "./stock.js";
+import { forTerminal } from "../../core/terminal.js";
 
 export default async function reconcileCommand(v: Record<string, unknown>): Promise<number> {
   const config = loadConfig(flagsFrom(v as never));
@@ -15,7 +16,7 @@ export default async function reconcileCommand(v: Record<string, unknown>): Prom
   } finally {
     db.close();
   }
-  process.stdout.write((v.json ? JSON.stringify(report) : render(report)) + "\n");
+  process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(render(report))) + "\n");
   return report.ok ? EXIT.ok : EXIT.syncFailed;
 }
 

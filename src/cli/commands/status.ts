@@ -9,6 +9,7 @@ import { ConfigError } from "../../core/errors.js";
 import { openDatabase } from "../../store/db.js";
 import { hasTable, readStatus, type RunSummary, type StatusReport } from "../../daemon/state.js";
 import { flagsFrom } from "../common.js";
+import { forTerminal } from "../../core/terminal.js";
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
@@ -30,7 +31,7 @@ export default async function status(v: Values): Promise<number> {
   } finally {
     db.close();
   }
-  process.stdout.write((v.json ? JSON.stringify(report) : formatStatus(report)) + "\n");
+  process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(formatStatus(report))) + "\n");
   return 0;
 }
 

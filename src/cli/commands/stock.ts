@@ -4,6 +4,7 @@ import { ConfigError } from "../../core/errors.js";
 import { openReadOnly } from "../../analysis/open.js";
 import { stockAt, type StockAtResult } from "../../analysis/stock-at.js";
 import { flagsFrom } from "../common.js";
+import { forTerminal } from "../../core/terminal.js";
 
 export default async function stock(v: Record<string, unknown>): Promise<number> {
   const config = loadConfig(flagsFrom(v as never));
@@ -17,7 +18,7 @@ export default async function stock(v: Record<string, unknown>): Promise<number>
       locationId: typeof v.location === "string" ? v.location : null,
       skuId: typeof v.sku === "string" ? v.sku : null,
     });
-    process.stdout.write((v.json ? JSON.stringify(result) : render(result)) + "\n");
+    process.stdout.write((v.json ? JSON.stringify(result) : forTerminal(render(result))) + "\n");
     return 0;
   } finally {
     db.close();

@@ -6,6 +6,7 @@ import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress
 import { abortOnSignals, setup } from "../common.js";
 import { ApiError, describeError } from "../../core/errors.js";
 import { redactSecrets } from "../../core/secret.js";
+import { forTerminal } from "../../core/terminal.js";
 
 export default async function sync(v: Record<string, unknown>): Promise<number> {
   const { config, key, logger } = setup(v as never);
@@ -21,11 +22,11 @@ export default async function sync(v: Record<string, unknown>): Promise<number> 
     dispose();
   }
   if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
-  else process.stdout.write(summarize(result) + "\n");
+  else process.stdout.write(forTerminal(summarize(result)) + "\n");
   if (result.status === "succeeded") return EXIT.ok;
   // A run stopped by the budget the user set did what was asked: its work stays queued for the next run.
   const budget = result.error instanceof ApiError && result.error.kind === "budget";
-  if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${redactSecrets(describeError(result.error))}\n`);
+  if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${forTerminal(redactSecrets(describeError(result.error)))}\n`);
   if (budget) return EXIT.ok;
   if (result.error instanceof ApiError) return result.error.exitCode;
   return EXIT.syncFailed;
