@@ -65,6 +65,7 @@ export interface OpenOptions {
 export function openDatabase(path: string, opts: OpenOptions = {}): DB {
   if (opts.readonly) {
     if (!existsSync(path)) throw new ConfigError(`database ${path} does not exist; run 'inventory-mirror sync --full' first or pass --db`);
+    assertMirrorDatabase(path);
     const db = new Database(path, { readonly: true, fileMustExist: true });
     db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs}`);
     return db;
@@ -84,6 +85,40 @@ export function openDatabase(path: string, opts: OpenOptions = {}): DB {
   db.pragma("foreign_keys = ON");
   migrate(db);
   return db;
+}
+
+/** Tables every inventory-mirror database has had since its first schema (0001). */
+const OUR_TABLES = ["workspace", "locations", "skus", "sync_runs", "sync_journal"];
+
+/**
+ * Refuse a file that is not ours, before anything writes to it (no WAL switch, no lock file,
+ * no migration): a non-empty SQLite database without our tables, one whose tables are only
+ * partly ours, or a file that is not SQLite at all. A missing or empty file, or an empty
+ * database, is fine: it becomes a mirror. Read through a read-only handle, which leaves no
+ * -wal/-shm behind on a file in rollback-journal mode (every file that is not ours).
+ */
+export function assertMirrorDatabase(path: string): void {
+  if (!existsSync(path) || statSync(path).size === 0) return;
+  let db: DB | undefined;
+  let tables: string[];
+  let version: number;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    tables = (db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
+    version = db.pragma("user_version", { simple: true }) as number;
+  } catch (err) {
+    throw new ConfigError(`${path} is not an SQLite database (${(err as Error).message}); it is left untouched. Choose another --db for the mirror.`, { cause: err });
+  } finally {
+    db?.close();
+  }
+  if (tables.length === 0 && version === 0) return;
+  const missing = OUR_TABLES.filter((t) => !tables.includes(t));
+  if (missing.length > 0 || version === 0) {
+    const shown = tables.slice(0, 5).join(", ") + (tables.length > 5 ? `, … (${tables.length} in all)` : "");
+    throw new ConfigError(
+      `${path} is not an inventory-mirror database (it holds ${tables.length ? `tables ${shown}` : `no tables but user_version ${version}`}); it is left untouched. Choose another --db for the mirror.`,
+    );
+  }
 }
 
 /** The database's directory must exist; checked before any request so a typo costs nothing. */
