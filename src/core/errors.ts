@@ -31,7 +31,8 @@ export type ApiErrorKind =
   | "timeout" // connect or response timeout
   | "invalid-response" // not JSON, wrong content type, too large, failed validation
   | "quota-wall" // the server asked us to wait longer than maxWaitMs
-  | "budget"; // this run's request budget (--max-requests) is spent
+  | "budget" // this run's request budget (--max-requests) is spent
+  | "unreachable"; // every request failed to connect for a while: the server is down or the URL is wrong
 
 /** Anything that went wrong talking to the API. */
 export class ApiError extends Error {
@@ -66,7 +67,7 @@ export class ApiError extends Error {
   }
   /** Worth another attempt later (in this run or the next)? */
   get transient(): boolean {
-    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" || this.kind === "budget" ||
+    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" || this.kind === "budget" || this.kind === "unreachable" ||
       (this.kind === "http" && (this.status === 429 || (this.status !== null && this.status >= 500)));
   }
 }

@@ -70,6 +70,8 @@ export interface SchedulerOptions {
   maxRequests?: number | null;
   /** Learn a send rate from 429s (default true). Off: only the user ceiling and Retry-After pauses apply. */
   adaptive?: boolean;
+  /** The server's origin, for saying which server is unreachable (never a URL with a key). */
+  server?: string;
   /** Start paused until this epoch ms (a previous run's resume_after). */
   pausedUntil?: number;
   clock?: Clock;
@@ -134,6 +136,17 @@ const MIN_IN_FLIGHT = 4;
 const NO_RETRY_AFTER_TOKENS = 3;
 const NO_RETRY_AFTER_MIN_MS = 50;
 const NO_RETRY_AFTER_MAX_MS = 1_000;
+/**
+ * The server is unreachable when every attempt for this long failed to connect (refused, no
+ * route, no such host, connect timeout), at least UNREACHABLE_FAILURES of them, with no
+ * answer at all in between: the run stops instead of failing unit after unit for minutes.
+ * 3 s is a few backoffs of one request; a restart of the server behind a load balancer
+ * that takes longer ends the run (resumable), which the next run picks up.
+ */
+const UNREACHABLE_AFTER_MS = 3_000;
+const UNREACHABLE_FAILURES = 3;
+/** Error codes that say nothing answered at all (the socket never connected). */
+const CONNECT_FAILURE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "ECONNRESET"]);
 /** The rate the server accepted is counted over this window before a 429 (where a ramp starts). */
 const ACCEPTED_WINDOW_MS = 1_000;
 
@@ -157,6 +170,11 @@ export class RequestScheduler {
    * its Retry-After is known here, and a request granted in between would go out on it early.
    */
   private holds = 0;
+  /** Since when every attempt failed to connect (null: something answered since), and how many did. */
+  private connectFailingSince: number | null = null;
+  private connectFailures = 0;
+  /** Set once the server is found unreachable: every request from then on fails with it. */
+  private unreachable: ApiError | null = null;
   private pausedUntilMs = 0;
   private readonly control = new RateControl();
   private readonly concurrency: ConcurrencyLimit;
@@ -214,6 +232,7 @@ export class RequestScheduler {
       };
       try {
         const result = await attempt(onStatus);
+        this.reached();
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
@@ -242,6 +261,8 @@ export class RequestScheduler {
   private afterFailure(endpoint: EndpointName, err: ApiError, sentAt: number, tries: { all: number; bounded: number; rateLimited: number }): { ms: number; scope: "all" | "one" } {
     this.countStatus(err.status == null ? err.kind : String(err.status));
     const now = this.clock.now();
+    if (err.status !== null) this.reached();
+    else if (isConnectFailure(err)) this.failedToConnect(endpoint, err, now);
     if (err.status !== null && err.status !== 429) this.answered(sentAt, err.status < 500 && err.status !== 401);
     // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
     if (err.status === 503) this.control.spent(sentAt);
@@ -322,6 +343,30 @@ export class RequestScheduler {
     return true;
   }
 
+  /** Something answered: the server is there. */
+  private reached(): void {
+    this.connectFailingSince = null;
+    this.connectFailures = 0;
+  }
+
+  /** An attempt never connected; after enough of them, for long enough, the server is unreachable and every request stops. */
+  private failedToConnect(endpoint: EndpointName, err: ApiError, now: number): void {
+    this.connectFailingSince ??= now;
+    this.connectFailures++;
+    if (this.connectFailures < UNREACHABLE_FAILURES || now - this.connectFailingSince < UNREACHABLE_AFTER_MS) return;
+    const seconds = ((now - this.connectFailingSince) / 1000).toFixed(1);
+    const where = this.opts.server ? `the server at ${this.opts.server}` : "the server";
+    this.unreachable = new ApiError(`${endpoint}: ${where} is unreachable: ${this.connectFailures} attempts in ${seconds} s failed to connect (${connectCode(err) ?? err.kind}); check that it is up and that --base-url is right`, {
+      kind: "unreachable",
+      endpoint,
+      cause: err,
+    });
+    this.emit({ type: "failure", endpoint, status: null, message: this.unreachable.message, attempts: this.connectFailures });
+    const e = this.unreachable;
+    this.rejectAll(() => e);
+    throw e;
+  }
+
   private noRetryAfterWait(): number {
     this.noRetryAfterStreak++;
     const rate = this.currentRate ?? Math.max(1, this.episodeAccepted);
@@ -385,6 +430,7 @@ export class RequestScheduler {
   /** Wait in line for a grant: resolves with the send time, once pause, in-flight limit and pacer allow. */
   private acquire(signal: AbortSignal, endpoint: EndpointName): Promise<number> {
     if (signal.aborted) return Promise.reject(signal.reason);
+    if (this.unreachable) return Promise.reject(this.unreachable);
     // Every waiter listens on the run's one signal: up to `concurrency` of them, beyond Node's default warning at 10.
     if (!this.widenedSignals.has(signal)) {
       setMaxListeners(this.opts.concurrency + 16, signal);
@@ -470,4 +516,17 @@ export class RequestScheduler {
     this.timer?.ac.abort();
     this.timer = null;
   }
+}
+
+/** The connect-level error code under an ApiError (undici puts it on the cause, or the cause's cause). */
+function connectCode(err: ApiError): string | null {
+  const c = err.cause as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = c?.cause?.code ?? c?.code;
+  return typeof code === "string" ? code : null;
+}
+
+function isConnectFailure(err: ApiError): boolean {
+  if (err.kind !== "network" && err.kind !== "timeout") return false;
+  const code = connectCode(err);
+  return code !== null && CONNECT_FAILURE_CODES.has(code);
 }

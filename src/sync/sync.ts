@@ -103,6 +103,8 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     maxWaitMs: config.maxWaitMs,
     maxRequests: config.sync.maxRequests,
     adaptive: config.adaptiveRate,
+    // Origin and path prefix only: a base URL never carries credentials (config refuses userinfo).
+    server: (config.baseUrl.origin + config.baseUrl.pathname).replace(/\/+$/, ""),
     ...(pausedUntil ? { pausedUntil } : {}),
     ...(clock ? { clock } : {}),
     ...(onEvent ? { onEvent } : {}),
@@ -381,7 +383,7 @@ async function executeRun(
         counters.rowsAdded += saved.rowsAdded;
       } catch (err) {
         if (signal.aborted) return;
-        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall" || err.kind === "budget") return fail(err as Error);
+        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall" || err.kind === "budget" || err.kind === "unreachable") return fail(err as Error);
         if (err.endpoint === "detail" && err.status === 404) {
           store.skuVanished(run.id, skuId);
           continue;
@@ -413,9 +415,11 @@ async function executeRun(
   let error: Error | null = fatal;
   let resumeAfter: string | null = null;
   const fatalErr = fatal as Error | null;
-  if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget")) {
+  if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget" || fatalErr.kind === "unreachable")) {
     status = "partial";
-    if (fatalErr.kind === "quota-wall") {
+    if (fatalErr.kind === "unreachable") {
+      store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, message: `${fatalErr.message}` });
+    } else if (fatalErr.kind === "quota-wall") {
       resumeAfter = fatalErr.resumeAfter ? new Date(fatalErr.resumeAfter).toISOString() : null;
       store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, status: fatalErr.status, message: `quota wall: resume after ${resumeAfter}` });
     } else {
