@@ -56,6 +56,7 @@ export const ConfigFile = z.strictObject({
       maxRequests: positiveInt.nullable().optional(),
       reverifyWindowHours: z.number().positive().optional(),
       historyOverlapRows: z.number().int().min(0).optional(),
+      maxRunSeconds: z.number().positive().max(2_000_000).optional(),
     })
     .optional(),
   storage: z
@@ -100,7 +101,7 @@ export interface ResolvedConfig {
   maxWaitMs: number;
   http: { connectTimeoutMs: number; responseTimeoutMs: number; maxResponseBytes: number };
   retry: { maxRetries: number; max429Retries: number; backoffBaseMs: number; backoffCapMs: number; minRetryAfterMs: number };
-  sync: { maxFailedShare: number; maxRequests: number | null; reverifyWindowHours: number; historyOverlapRows: number };
+  sync: { maxFailedShare: number; maxRequests: number | null; reverifyWindowHours: number; historyOverlapRows: number; maxRunMs: number };
   /** WAL size cap kept by the WAL guard while BI readers come and go (see store/wal-guard.ts). */
   storage: { walCapBytes: number; walCheckIntervalMs: number };
   schedule: { incremental: string; full: string };
@@ -168,6 +169,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
       maxRequests,
       reverifyWindowHours: file.sync?.reverifyWindowHours ?? 24,
       historyOverlapRows: file.sync?.historyOverlapRows ?? 20,
+      maxRunMs: (file.sync?.maxRunSeconds ?? DEFAULTS.maxRunMs / 1000) * 1000,
     },
     storage: {
       walCapBytes: Math.round((file.storage?.walCapMegabytes ?? DEFAULTS.walCapBytes / 1048576) * 1048576),

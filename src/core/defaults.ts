@@ -45,6 +45,29 @@ export const DEFAULTS = {
    * the run journals it as suspicious, so one response cannot stop the mirror for longer.
    */
   maxServerWaitMs: 24 * 60 * 60_000,
+  /**
+   * Most history rows one SKU may have. Far beyond any real SKU's history (a busy one gains a
+   * few thousand rows a year); a server that keeps returning pages past it is looping, and
+   * the SKU fails for this run (journaled, retried by a later one) instead of growing memory.
+   */
+  maxHistoryRowsPerSku: 100_000,
+  /**
+   * A SKU's history past this many rows is walked by one worker at a time (walker.ts): rows
+   * are held until the SKU commits, so memory stays near workers × this plus one long walk
+   * (about 4 MB per 10,000 rows) instead of workers × maxHistoryRowsPerSku.
+   */
+  longHistoryRows: 10_000,
+  /**
+   * The list walk may take this many more pages than the workspace's SKU count needs
+   * (summary.skuCount ÷ page size): SKUs created during the walk shift pages, but not by
+   * a hundred pages; beyond it the server is looping and the walk stops.
+   */
+  listPageMargin: 100,
+  /**
+   * A run that takes longer ends `partial` (resumable) so a stuck run cannot hold the daemon
+   * for every later tick: a day covers a backfill of 100,000 SKUs at 5 req/s.
+   */
+  maxRunMs: 24 * 60 * 60_000,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */

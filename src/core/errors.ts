@@ -95,6 +95,8 @@ export class StoreError extends Error {
 export class SyncError extends Error {
   override name = "SyncError";
   readonly exitCode = EXIT.syncFailed;
+  /** Set when the run was stopped by its deadline (sync.maxRunSeconds): it ends partial and the next run resumes. */
+  deadline = false;
 }
 
 /** The process exit code for any error that reaches the top. */

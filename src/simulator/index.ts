@@ -32,6 +32,7 @@ import type { SimStats } from "./stats.js";
 import type { GroundTruth } from "./types.js";
 import type { VarianceOptions } from "./variance.js";
 import type { HostileTextOptions } from "./hostile-text.js";
+import type { EndlessCursorOptions } from "./hostile-cursor.js";
 
 export interface SimulatorOptions extends ModelOptions {
   /** Default: random `sim_` + 32 hex characters. */
@@ -49,6 +50,8 @@ export interface SimulatorOptions extends ModelOptions {
   variance?: VarianceOptions;
   /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
   hostileText?: HostileTextOptions;
+  /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
+  endlessCursors?: EndlessCursorOptions;
   /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
   latencyMs?: number;
   /** Latency varies uniformly by ± this many ms, seeded (default 0). */
@@ -86,6 +89,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
     ...(opts.variance ? { variance: opts.variance } : {}),
     ...(opts.hostileText ? { hostileText: opts.hostileText } : {}),
+    ...(opts.endlessCursors ? { endlessCursors: opts.endlessCursors } : {}),
     latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);

@@ -36,6 +36,7 @@ import { createQuota, quotaRetryAfter, retryAfterDeadline, type Quota, type Quot
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
 import { hostileBody, type HostileTextOptions } from "./hostile-text.js";
+import { EndlessCursors, type EndlessCursorOptions } from "./hostile-cursor.js";
 import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -59,6 +60,8 @@ export interface SimServerOptions {
   latency?: { ms: number; jitterMs?: number } | null;
   /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
   hostileText?: HostileTextOptions;
+  /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
+  endlessCursors?: EndlessCursorOptions;
 }
 
 export class SimServer {
@@ -79,6 +82,7 @@ export class SimServer {
   private closing = false;
   readonly shaper: Shaper;
   private readonly hostileText: HostileTextOptions | null;
+  private readonly endless: EndlessCursors | null;
 
   constructor(o: SimServerOptions) {
     this.model = o.model;
@@ -87,6 +91,7 @@ export class SimServer {
     this.keyDigest = digest(o.apiKey);
     this.shaper = new Shaper(o.variance, o.model);
     this.hostileText = o.hostileText ?? null;
+    this.endless = o.endlessCursors ? new EndlessCursors(o.endlessCursors) : null;
     o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed));
     // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
     const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
@@ -223,7 +228,9 @@ export class SimServer {
     let status = 200;
     let body: unknown;
     try {
-      body = handleApi(this.model, this.cursors, route, url.searchParams, (limit) => this.shaper.pageSize(limit));
+      const endless = this.endless?.applies(route.endpoint, route.skuId ?? null) ? this.endless : null;
+      body = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, (limit) => this.shaper.pageSize(limit));
+      if (endless) body = endless.page(body);
       body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null);
       if (this.hostileText) body = hostileBody(body, this.hostileText, req.headers.authorization);
     } catch (err) {

@@ -168,6 +168,12 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   // Internal abort: a fatal error in one worker stops the others; the caller's signal does too.
   const ac = new AbortController();
   const onOuterAbort = () => ac.abort(opts.signal.reason);
+  // A run that never ends (a server that stalls without ever failing) stops here, resumable.
+  const deadline = setTimeout(() => {
+    const e = new SyncError(`the run reached its deadline of ${formatSeconds(config.sync.maxRunMs)} (sync.maxRunSeconds) and stopped; the next run resumes`);
+    e.deadline = true;
+    ac.abort(e);
+  }, config.sync.maxRunMs);
   opts.signal.addEventListener("abort", onOuterAbort, { once: true });
   const signal = ac.signal;
   try {
@@ -203,6 +209,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     result.durationMs = Date.now() - started;
     return result;
   } finally {
+    clearTimeout(deadline);
     opts.signal.removeEventListener("abort", onOuterAbort);
     await api?.client.close().catch(() => {});
     walGuard?.stop();
@@ -415,7 +422,12 @@ async function executeRun(
   let error: Error | null = fatal;
   let resumeAfter: string | null = null;
   const fatalErr = fatal as Error | null;
-  if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget" || fatalErr.kind === "unreachable")) {
+  const stopped = ac.signal.reason;
+  if (stopped instanceof SyncError && stopped.deadline && !opts.signal.aborted) {
+    status = "partial";
+    error = stopped;
+    store.journal(run.id, { kind: "partial", message: stopped.message });
+  } else if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget" || fatalErr.kind === "unreachable")) {
     status = "partial";
     if (fatalErr.kind === "unreachable") {
       store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, message: `${fatalErr.message}` });
@@ -552,4 +564,9 @@ function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
   const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
   const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;
   return `send rate ${rate} (${e.phase}${quota}), up to ${e.inFlightLimit} in flight`;
+}
+
+function formatSeconds(ms: number): string {
+  const s = ms / 1000;
+  return s >= 3600 ? `${+(s / 3600).toFixed(2)} h` : s >= 60 ? `${+(s / 60).toFixed(1)} min` : `${+s.toFixed(1)} s`;
 }

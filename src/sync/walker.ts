@@ -4,6 +4,7 @@
  * they yield to the store. Memory stays flat: one page at a time.
  */
 import type { DetailResponse, HistoryRow, ListResponse } from "../core/api-schemas.js";
+import { DEFAULTS } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { ApiClient } from "../client/api-client.js";
 
@@ -20,6 +21,8 @@ export interface ListPage {
 
 /** How many times a walk may restart from page one after a rejected cursor before giving up. */
 export const MAX_WALK_RESTARTS = 3;
+/** Pages a list walk may take when no page says how many SKUs there are: a million SKUs at 100 per page. */
+const UNCOUNTED_LIST_PAGES = 10_000;
 
 /** A 400/404/410/422 on a request that carried a cursor: the server no longer accepts it (expired, or state moved). */
 export function isRejectedCursor(err: unknown, hadCursor: boolean): boolean {
@@ -36,6 +39,8 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
   let restarts = 0;
   let restarted = false;
   const seen = new Set<string>();
+  let pages = 0;
+  let knownCount: number | null = null;
   for (;;) {
     let page: ListResponse;
     try {
@@ -51,6 +56,16 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
       throw err;
     }
     const next = page.page.nextCursor;
+    pages++;
+    // Bounded by what the workspace's own count needs: an endless walk is a server loop, not data.
+    knownCount = Math.max(knownCount ?? 0, page.summary?.skuCount ?? 0) || null;
+    const allowed = knownCount === null ? UNCOUNTED_LIST_PAGES : Math.ceil(knownCount / opts.limit) + DEFAULTS.listPageMargin;
+    if (next !== null && pages >= allowed) {
+      throw new ApiError(`list: the server returned more than ${allowed} pages for ${knownCount ?? "an uncounted number of"} SKUs at ${opts.limit} per page (a paging loop); stopping the walk`, {
+        kind: "invalid-response",
+        endpoint: "list",
+      });
+    }
     if (next !== null) {
       if (seen.has(next) || next === cursor) {
         throw new ApiError(`list: the server returned a cursor it had already returned in this walk (a paging loop); stopping the walk`, {
@@ -79,6 +94,7 @@ export async function* walkHistory(
 ): AsyncGenerator<HistoryRow[]> {
   let cursor: string | null = null;
   const seen = new Set<string>();
+  let rows = 0;
   for (;;) {
     let page;
     try {
@@ -96,6 +112,13 @@ export async function* walkHistory(
       });
     }
     if (next !== null) seen.add(next);
+    rows += page.items.length;
+    if (rows > DEFAULTS.maxHistoryRowsPerSku) {
+      throw new ApiError(
+        `history (SKU ${skuId}): more than ${DEFAULTS.maxHistoryRowsPerSku.toLocaleString("en")} rows and the server keeps returning pages; the SKU fails for this run and is retried by a later one`,
+        { kind: "invalid-response", endpoint: "history" },
+      );
+    }
     yield page.items;
     if (next === null) return;
     cursor = next;
@@ -141,11 +164,14 @@ export async function fetchSku(
   for (let attempt = 0; ; attempt++) {
     const history: HistoryRow[] = [];
     let requests = 1;
+    let release: (() => void) | null = null;
     try {
       for await (const rows of walkHistory(client, skuId, { limit: opts.historyLimit }, signal)) {
         requests++;
         history.push(...rows);
         if (opts.enough?.(history, rows)) return { detail, history, requests, complete: false };
+        // Past a long history, one SKU at a time: every worker may hold a short one, only one a long one.
+        if (release === null && history.length >= DEFAULTS.longHistoryRows) release = await longHistorySlot.acquire(signal);
       }
       return { detail, history, requests, complete: true };
     } catch (err) {
@@ -154,6 +180,41 @@ export async function fetchSku(
         throw new ApiError(`history (SKU ${skuId}): the server kept rejecting its own cursors`, { kind: "invalid-response", endpoint: "history" });
       }
       throw err;
+    } finally {
+      release?.();
     }
   }
 }
+
+/**
+ * One slot for a history walk past DEFAULTS.longHistoryRows: the rows of a SKU are held until
+ * its unit of work commits, so memory is bounded by workers × that threshold plus one long
+ * walk (up to DEFAULTS.maxHistoryRowsPerSku), not workers × the bound.
+ */
+class Slot {
+  private busy = false;
+  private readonly waiting: Array<() => void> = [];
+  async acquire(signal: AbortSignal): Promise<() => void> {
+    while (this.busy) {
+      if (signal.aborted) throw signal.reason;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          signal.removeEventListener("abort", wake);
+          resolve();
+        };
+        this.waiting.push(wake);
+        signal.addEventListener("abort", wake, { once: true });
+      });
+    }
+    if (signal.aborted) throw signal.reason;
+    this.busy = true;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.busy = false;
+      this.waiting.shift()?.();
+    };
+  }
+}
+const longHistorySlot = new Slot();
