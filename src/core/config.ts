@@ -183,8 +183,15 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
   };
 }
 
+/** A config file is a few hundred bytes; anything near this is not one (or is /dev/zero). */
+const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
+
 function readConfigFile(path: string): ConfigFile {
   if (!existsSync(path)) throw new ConfigError(`config file ${path} does not exist (--config / INVENTORY_CONFIG)`);
+  // The key file's checks: a regular file of a sane size, checked before reading a byte.
+  const st = statSync(path);
+  if (!st.isFile()) throw new ConfigError(`config file ${path} is not a regular file (--config / INVENTORY_CONFIG); expected a JSON file`);
+  if (st.size > MAX_CONFIG_FILE_BYTES) throw new ConfigError(`config file ${path} is ${st.size} bytes, more than a config file's ${MAX_CONFIG_FILE_BYTES} (--config / INVENTORY_CONFIG)`);
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
@@ -353,7 +360,8 @@ export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string
     } catch (err) {
       throw new ConfigError(`${what}: cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`, { cause: err });
     }
-    return new Secret(checkKey(content.replace(/\r?\n$/, ""), what));
+    // Trimmed as the environment's key is: an editor's trailing space or newline is not part of a key.
+    return new Secret(checkKey(content.trim(), what));
   }
   throw new ConfigError(
     "no developer key: set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file holding the key. " +
@@ -368,7 +376,7 @@ export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string
  */
 function checkKey(value: string, source: string): string {
   if (value === "") throw new ConfigError(`${source} is empty; expected the developer key`);
-  if (/\s/.test(value)) throw new ConfigError(`${source} holds whitespace${source.startsWith("INVENTORY_API_KEY_FILE") ? " besides one final newline" : ""}; expected the key alone on one line`);
+  if (/\s/.test(value)) throw new ConfigError(`${source} holds whitespace inside the key; expected the key alone on one line`);
   if (!/^[\x21-\x7e]+$/.test(value) || /["\\]/.test(value)) {
     throw new ConfigError(`${source} holds characters a developer key cannot contain; expected visible ASCII without quotes or backslashes`);
   }

@@ -72,6 +72,7 @@ export function openDatabase(path: string, opts: OpenOptions = {}): DB {
   }
   checkDirectory(path);
   createOwnerOnly(path);
+  tightenMode(path);
   let db: DB;
   try {
     db = new Database(path);
@@ -129,6 +130,16 @@ export function checkDirectory(path: string): void {
   }
   if (existsSync(path) && statSync(path).isDirectory()) {
     throw new ConfigError(`db: ${path} is a directory; --db names the database file, e.g. ${join(path, "inventory.db")}`);
+  }
+}
+
+/**
+ * An existing mirror readable by group or others (made by an older release, copied with a
+ * loose umask) is tightened to 0600, with its -wal and -shm: they hold the same stock.
+ */
+function tightenMode(path: string): void {
+  for (const p of [path, `${path}-wal`, `${path}-shm`]) {
+    if (existsSync(p) && statSync(p).mode & 0o077) chmodSync(p, 0o600);
   }
 }
 

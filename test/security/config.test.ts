@@ -87,6 +87,9 @@ const MISTAKES: Mistake[] = [
   { name: "a top-level array", args: cfg([{ baseUrl: "https://x" }]), says: [/\(top level\): Invalid input: expected object, received array/] },
   { name: "not JSON", args: cfg("{ baseUrl: 'https://x' }"), says: [/config file .*config\.json is not valid JSON/] },
   { name: "an empty file", args: cfg(""), says: [/config file .*config\.json is not valid JSON/] },
+  { name: "/dev/zero as the config file (not a regular file; it was read until memory ran out)", args: () => ["sync", "--config", "/dev/zero"], says: [/config file \/dev\/zero is not a regular file/] },
+  { name: "a directory as the config file", args: () => ["check", "--config", dir], says: [/is not a regular file \(--config \/ INVENTORY_CONFIG\)/] },
+  { name: "a 2 MB config file", args: cfg(`{"logLevel": "info", "pad": "${"x".repeat(2 * 1024 * 1024)}"}`), says: [/config\.json is \d+ bytes, more than a config file's 1048576/] },
   { name: "a missing config file", args: () => ["sync", "--config", join(dir, "nope.json")], says: [/config file .*nope\.json does not exist \(--config \/ INVENTORY_CONFIG\)/] },
   { name: "a missing config file from INVENTORY_CONFIG", args: () => ["check"], env: () => ({ INVENTORY_CONFIG: join(dir, "nope.json") }), says: [/config file .*nope\.json does not exist/] },
   {
@@ -183,10 +186,10 @@ MISTAKES.push(
   { name: "a missing key file", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: join(dir, "no-key-here") }), says: [/INVENTORY_API_KEY_FILE \(.*no-key-here\): the file does not exist; create it with the key on one line, or fix the path/] },
   { name: "an empty key file", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("") }), says: [/INVENTORY_API_KEY_FILE \(.*\) is empty; expected the developer key/] },
   { name: "a key file with only a newline", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("\n") }), says: [/INVENTORY_API_KEY_FILE \(.*\) is empty/] },
-  { name: "a key file of two lines", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile(`${KEY}\nsecond-line-s3cret\n`) }), says: [/INVENTORY_API_KEY_FILE \(.*\) holds whitespace besides one final newline; expected the key alone on one line/], never: ["second-line-s3cret", KEY] },
+  { name: "a key file of two lines", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile(`${KEY}\nsecond-line-s3cret\n`) }), says: [/INVENTORY_API_KEY_FILE \(.*\) holds whitespace inside the key; expected the key alone on one line/], never: ["second-line-s3cret", KEY] },
   { name: "a key file that is a directory", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: dir }), says: [/INVENTORY_API_KEY_FILE \(.*\): not a regular file; expected a file holding the key on one line/] },
   { name: "a key file far too large to be one", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("x".repeat(100_000)) }), says: [/INVENTORY_API_KEY_FILE \(.*\): 100000 bytes is too large for a key file/] },
-  { name: "a key with a space inside", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "imk_part one-s3cret" }), says: [/INVENTORY_API_KEY holds whitespace; expected the key alone on one line/], never: ["one-s3cret"] },
+  { name: "a key with a space inside", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "imk_part one-s3cret" }), says: [/INVENTORY_API_KEY holds whitespace inside the key; expected the key alone on one line/], never: ["one-s3cret"] },
   { name: "a key only of spaces", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "   " }), says: [/INVENTORY_API_KEY is empty; expected the developer key/] },
   { name: "a key too short to be scrubbed from logs", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "abc" }), says: [/INVENTORY_API_KEY is 3 characters long; expected a developer key of at least 8/] },
   { name: "a key with a quote (would escape past log scrubbing)", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: 'imk_"quoted"_s3cret' }), says: [/INVENTORY_API_KEY holds characters a developer key cannot contain; expected visible ASCII without quotes or backslashes/], never: ["quoted"] },
@@ -226,6 +229,17 @@ describe("a key file that works", () => {
       expect(r.stderr).toMatch(/key file .* is readable by group or others \(mode 640\); chmod 600 it/);
       expect(r.stdout).toMatch(/workspace id:/);
       expect(r.stderr + r.stdout).not.toContain(KEY);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("trailing spaces and a newline are trimmed, as they are from INVENTORY_API_KEY", async () => {
+    const s = await startSimulator({ seed: 32, skus: 2, apiKey: KEY });
+    try {
+      const r = await runCli(["check", "--json"], { env: { INVENTORY_BASE_URL: s.baseUrl, INVENTORY_API_KEY_FILE: keyFile(`  ${KEY}  \n`, 0o600) } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(s.stats().requests).toBe(1);
     } finally {
       await s.close();
     }
