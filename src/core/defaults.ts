@@ -68,6 +68,11 @@ export const DEFAULTS = {
    * for every later tick: a day covers a backfill of 100,000 SKUs at 5 req/s.
    */
   maxRunMs: 24 * 60 * 60_000,
+  /**
+   * Connections the daemon's HTTP port keeps open at once (probes and scrapers need a few);
+   * more are closed as they arrive, so nobody can take the descriptors a sync needs.
+   */
+  daemonMaxConnections: 64,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */

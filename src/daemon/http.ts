@@ -5,6 +5,7 @@
  *   GET /metrics  Prometheus text format
  * Anything else is 404 (405 for another method on a known path). HEAD works like GET.
  */
+import { DEFAULTS } from "../core/defaults.js";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ConfigError } from "../core/errors.js";
@@ -41,15 +42,19 @@ export interface DaemonHttp {
 }
 
 export async function startHttp(opts: HttpOptions): Promise<DaemonHttp> {
-  const server = createServer((req, res) => {
+  // Half-sent requests are reaped every second, not Node's default 30 s: with `headersTimeout` they cannot pin a connection for long.
+  const server = createServer({ connectionsCheckingInterval: 1_000 }, (req, res) => {
     handle(req, res, opts).catch((err) => {
       opts.logger.error({ err, path: req.url }, "http handler failed");
       if (!res.headersSent) send(res, 500, "text/plain; charset=utf-8", "internal error\n", req.method === "HEAD");
       else res.destroy();
     });
   });
+  // The container listens on 0.0.0.0: a peer opening connections without end must not take the
+  // file descriptors a sync needs for its database. Beyond the limit a connection is closed at once.
+  server.maxConnections = DEFAULTS.daemonMaxConnections;
   server.keepAliveTimeout = 5_000;
-  server.headersTimeout = 10_000;
+  server.headersTimeout = 5_000;
   server.requestTimeout = 10_000;
   await listen(server, opts.host, opts.port);
   const addr = server.address() as AddressInfo;
