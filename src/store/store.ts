@@ -327,19 +327,23 @@ export class Store {
   startRun(mode: RunMode): RunState {
     return this.db.transaction((): RunState => {
       this.s.markInterrupted.run(iso());
-      // Only the latest run of all is resumed, and only by a run of the same mode: once another
-      // walk has run since, the old cursor and queue describe a past state of the server.
+      // Only the latest run of all is resumed: once another walk has run since, the old cursor and
+      // queue describe a past state of the server. Either kind of run resumes an unfinished full
+      // walk (as a full run: it finishes the backfill); a full run does not resume an incremental
+      // walk, it starts the complete one it was asked for.
       const prev = this.s.lastRun.get() as
         | { id: number; mode: RunMode; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number }
         | undefined;
-      const resumable = prev && prev.mode === mode && prev.status !== "succeeded" && prev.walk_id != null;
+      const resumable = prev && (prev.mode === mode || prev.mode === "full") && prev.status !== "succeeded" && prev.walk_id != null;
       const now = iso();
       if (resumable) {
-        const info = this.s.insertRun.run(mode, now, prev.walk_id, process.pid, prev.list_cursor, prev.list_done);
+        const resumedMode = prev.mode;
+        const info = this.s.insertRun.run(resumedMode, now, prev.walk_id, process.pid, prev.list_cursor, prev.list_done);
         const id = Number(info.lastInsertRowid);
         this.s.carryCounters.run(prev.id, id);
-        this.journal(id, { kind: "resume", message: `resuming the walk of run ${prev.walk_id} (previous run ${prev.id} ended ${prev.status})` });
-        return { id, mode, walkId: prev.walk_id, listCursor: prev.list_cursor, listDone: prev.list_done === 1, resumedFrom: prev.id };
+        const asked = resumedMode === mode ? "" : `; asked for an ${mode} run, this one finishes the unfinished ${resumedMode} walk first`;
+        this.journal(id, { kind: "resume", message: `resuming the walk of run ${prev.walk_id} (previous run ${prev.id} ended ${prev.status})${asked}` });
+        return { id, mode: resumedMode, walkId: prev.walk_id, listCursor: prev.list_cursor, listDone: prev.list_done === 1, resumedFrom: prev.id };
       }
       const info = this.s.insertRun.run(mode, now, null, process.pid, null, 0);
       const id = Number(info.lastInsertRowid);

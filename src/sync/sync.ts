@@ -203,7 +203,8 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     const s = store;
     journalSink = (e) => s.journal(run.id, e);
     for (const e of pendingJournal.splice(0)) journalSink(e);
-    logger.info({ runId: run.id, mode: opts.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
+    if (run.mode !== opts.mode) logger.info({ runId: run.id, resumedFrom: run.resumedFrom }, `an unfinished ${run.mode} walk (run ${run.resumedFrom}) is resumed first: this run finishes it as a ${run.mode} run`);
+    logger.info({ runId: run.id, mode: run.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
 
     const result = await executeRun(run, s, client, scheduler, opts, signal, ac, ws);
     result.durationMs = Date.now() - started;
@@ -233,7 +234,7 @@ async function executeRun(
   ws: WorkspaceResponse,
 ): Promise<SyncResult> {
   const { config, logger } = opts;
-  const incremental = opts.mode === "incremental";
+  const incremental = run.mode === "incremental";
   const planner: Planner = incremental ? planIncremental(run) : planFull(run);
   // A backfill into an empty history builds the history's BI indexes once, at the end (store.ts).
   if (store.deferHistoryIndexes(run)) logger.info({ runId: run.id }, "backfill: the history's secondary indexes are built once the walk ends");
@@ -461,7 +462,7 @@ async function executeRun(
 
   return {
     runId: run.id,
-    mode: opts.mode,
+    mode: run.mode,
     status,
     resumedFrom: run.resumedFrom,
     workspace: ws.workspace,

@@ -39,7 +39,7 @@ export function summarize(r: SyncResult): string {
   return [
     `sync ${r.mode === "full" ? "--full " : ""}${r.status} in ${(r.durationMs / 1000).toFixed(1)} s (run ${r.runId}${r.resumedFrom ? `, resumed from run ${r.resumedFrom}` : ""})`,
     `  workspace  ${r.workspace.name} (${r.workspace.id})`,
-    `  SKUs       ${r.skusListed} listed, ${r.skusFetched} fetched, ${r.skusFailed} failed, ${r.skusDeleted} marked deleted`,
+    `  SKUs       ${r.resumedFrom && r.skusListed === 0 ? `list walked by an earlier run of this walk` : `${r.skusListed} listed`}, ${r.skusFetched} fetched, ${r.skusFailed} failed, ${r.skusDeleted} marked deleted`,
     ...(r.mode === "incremental"
       ? [`  planned    ${r.plan.new} new, ${r.plan.changed} changed, ${r.plan.repolled} re-polled (freshness), ${r.plan.retried} retried, ${r.plan.reverified} re-verified`]
       : []),
