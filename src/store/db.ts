@@ -99,7 +99,9 @@ const OUR_TABLES = ["workspace", "locations", "skus", "sync_runs", "sync_journal
  * -wal/-shm behind on a file in rollback-journal mode (every file that is not ours).
  */
 export function assertMirrorDatabase(path: string): void {
-  if (!existsSync(path) || statSync(path).size === 0) return;
+  if (!existsSync(path)) return;
+  if (statSync(path).isDirectory()) throw new ConfigError(`db: ${path} is a directory; --db names the database file, e.g. ${join(path, "inventory.db")}`);
+  if (statSync(path).size === 0) return;
   let db: DB | undefined;
   let tables: string[];
   let version: number;

@@ -4,7 +4,7 @@
  * -wal/-shm, no .lock). The real CLI; no server is contacted (the base URL is a closed port).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -74,6 +74,22 @@ describe("a database that is not ours", () => {
     expect(r.stderr).not.toMatch(/sync --full/);
     expect(sha1(path)).toBe(before);
   });
+
+  for (const command of [["status"], ["stock", "--at", "2026-01-01T00:00:00Z"], ["reconcile"]]) {
+    it(`${command[0]} on a directory or a text file: exit 2 with the path named and what to do, nothing left beside it`, async () => {
+      const sub = join(dir, `a-directory-${command[0]}`);
+      mkdirSync(sub);
+      const text = join(dir, `notes-${command[0]}.txt`);
+      writeFileSync(text, "not a database\n");
+      const onDir = await runCli([...command, "--db", sub], { env: env() });
+      expect(onDir.code).toBe(2);
+      expect(onDir.stderr).toMatch(new RegExp(`${sub.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")} is a directory; --db names the database file`));
+      const onText = await runCli([...command, "--db", text], { env: env() });
+      expect(onText.code).toBe(2);
+      expect(onText.stderr).toMatch(/notes-.*\.txt is not an SQLite database .*Choose another --db/);
+      for (const suffix of ["-wal", "-shm", ".lock"]) expect(existsSync(text + suffix)).toBe(false);
+    });
+  }
 
   it("an empty file is still a place for a new mirror (the refusal is about content, not existence)", async () => {
     const path = join(dir, "empty.db");
