@@ -23,6 +23,10 @@ const handlers: Record<string, () => Promise<{ default: (v: Values) => Promise<n
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "help" && rest[0] && findCommand(rest[0])) {
+    process.stdout.write(commandHelp(findCommand(rest[0])!) + "\n");
+    return 0;
+  }
   if (!name || name === "--help" || name === "-h" || name === "help") {
     process.stdout.write(mainHelp() + "\n");
     return name ? 0 : 2;

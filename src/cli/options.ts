@@ -198,13 +198,23 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): Record<string
   }
   const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
   for (const o of cmd.options) options[o.name] = o.multiple ? { type: o.type, multiple: true } : { type: o.type };
+  // -h works after a command as it does before one.
+  if (options.help) (options.help as { short?: string }).short = "h";
   try {
     const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
     if (positionals.length) throw new ConfigError(`unexpected argument "${positionals[0]}" for '${cmd.name}'. See 'inventory-mirror ${cmd.name} --help'.`);
     return values as Record<string, string | boolean | string[] | undefined>;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
-    throw new ConfigError(`${(err as Error).message.replace(/\. To specify.*$/s, "")}. See 'inventory-mirror ${cmd.name} --help'.`);
+    const message = (err as Error).message;
+    // "--max-requests -5": Node reads "-5" as an option and calls the argument ambiguous.
+    const ambiguous = /^Option '(--[\w-]+)' argument is ambiguous/.exec(message);
+    if (ambiguous) {
+      const at = argv.indexOf(ambiguous[1]!);
+      const value = at >= 0 ? argv[at + 1] : undefined;
+      throw new ConfigError(`${ambiguous[1]}: expected a positive number, got "${value ?? ""}". See 'inventory-mirror ${cmd.name} --help'.`);
+    }
+    throw new ConfigError(`${message.replace(/\. To specify.*$/s, "")}. See 'inventory-mirror ${cmd.name} --help'.`);
   }
 }
 
@@ -231,6 +241,7 @@ export const ENV_HELP = [
   "  INVENTORY_API_KEY        the developer key (never accepted as a flag or in the config file)",
   "  INVENTORY_API_KEY_FILE   or: a file holding the key (e.g. a mounted secret; should be mode 600)",
   "  INVENTORY_BASE_URL, INVENTORY_DB, INVENTORY_CONFIG   as --base-url, --db, --config",
+  "  INVENTORY_DAEMON_LISTEN  as daemon --listen (host:port of /healthz, /readyz, /metrics)",
   "Precedence: flags > environment > config file > defaults.",
 ].join("\n");
 

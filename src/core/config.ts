@@ -147,7 +147,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
     baseUrl,
     concurrency,
     logLevel: logLevelRaw as ResolvedConfig["logLevel"],
-    expectedWorkspaceId: flags.expectedWorkspaceId ?? file.expectedWorkspace?.id ?? null,
+    expectedWorkspaceId: checkWorkspaceId(flags.expectedWorkspaceId ?? file.expectedWorkspace?.id ?? null),
     expectedWorkspaceName: flags.expectedWorkspaceName ?? file.expectedWorkspace?.name ?? null,
     requestsPerSecond,
     adaptiveRate: file.rateLimit?.adaptive ?? true,
@@ -318,6 +318,10 @@ export function parseBaseUrl(raw: string, source: string): URL {
   }
   if (url.username || url.password) throw new ConfigError(`${source}: credentials in the URL are not supported; the key comes from INVENTORY_API_KEY`);
   if (url.search || url.hash) throw new ConfigError(`${source}: the base URL must not have a query string or fragment`);
+  if (/\/v1\/external\/?$/i.test(url.pathname)) {
+    const base = url.origin + url.pathname.replace(/\/v1\/external\/?$/i, "");
+    throw new ConfigError(`${source}: the base URL ends with /v1/external, which every endpoint path adds itself (requests would go to …/v1/external/v1/external/…); use ${base}`);
+  }
   return url;
 }
 
@@ -397,4 +401,12 @@ function numFlag(name: string, v: string): number {
 function splitHostPort(s: string): [string, string] {
   const i = s.lastIndexOf(":");
   return [s.slice(0, i).replace(/^\[|\]$/g, ""), s.slice(i + 1)];
+}
+
+/** Workspace ids are UUIDs (the API document): a typo is caught before any request is made. */
+function checkWorkspaceId(id: string | null): string | null {
+  if (id !== null && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
+    throw new ConfigError(`expected workspace id "${id}" (--expected-workspace-id / expectedWorkspace.id) is not a UUID such as 00000000-0000-4000-8000-000000000000`);
+  }
+  return id;
 }

@@ -277,7 +277,8 @@ export interface StatusReport {
   database: string;
   generatedAt: string;
   workspace: { id: string; name: string; checkedAt: string } | null;
-  running: { id: number; mode: string; startedAt: string; pid: number | null } | null;
+  /** `alive`: false when its process is gone (set by `status`, which can check). */
+  running: { id: number; mode: string; startedAt: string; pid: number | null; alive?: boolean } | null;
   lastSuccess: { id: number; mode: string; finishedAt: string } | null;
   lastFullSuccess: { id: number; finishedAt: string } | null;
   runs: RunSummary[];

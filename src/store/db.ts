@@ -88,6 +88,28 @@ export function openDatabase(path: string, opts: OpenOptions = {}): DB {
   return db;
 }
 
+/**
+ * Is a writer holding the database's lock right now? The writer keeps "<db>.lock" in an
+ * EXCLUSIVE lock for its whole life, so a read of it fails at once while one runs. Works
+ * across pid namespaces (a status run from the host against a container's file), where a
+ * pid says nothing. No lock file: no writer has ever run.
+ */
+export function writerLockHeld(dbPath: string): boolean {
+  const lockPath = `${dbPath}.lock`;
+  if (!existsSync(lockPath)) return false;
+  let lock: DB | undefined;
+  try {
+    lock = new Database(lockPath, { readonly: true, fileMustExist: true });
+    lock.pragma("busy_timeout = 0");
+    lock.prepare("SELECT count(*) FROM sqlite_master").get();
+    return false;
+  } catch {
+    return true;
+  } finally {
+    lock?.close();
+  }
+}
+
 /** Tables every inventory-mirror database has had since its first schema (0001). */
 const OUR_TABLES = ["workspace", "locations", "skus", "sync_runs", "sync_journal"];
 

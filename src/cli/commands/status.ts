@@ -6,7 +6,7 @@
  */
 import { loadConfig } from "../../core/config.js";
 import { ConfigError } from "../../core/errors.js";
-import { openDatabase } from "../../store/db.js";
+import { openDatabase, writerLockHeld } from "../../store/db.js";
 import { hasTable, readStatus, type RunSummary, type StatusReport } from "../../daemon/state.js";
 import { flagsFrom } from "../common.js";
 import { forTerminal } from "../../core/terminal.js";
@@ -31,6 +31,8 @@ export default async function status(v: Values): Promise<number> {
   } finally {
     db.close();
   }
+  // A run recorded as running whose process is gone (kill -9, a crash) is not running.
+  if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.dbPath);
   process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(formatStatus(report))) + "\n");
   return 0;
 }
@@ -43,7 +45,9 @@ export function formatStatus(r: StatusReport): string {
   lines.push(
     `running       ${
       r.running
-        ? `run ${r.running.id} (${r.running.mode}) since ${r.running.startedAt}, pid ${r.running.pid ?? "?"} (if that process is gone, the next run marks it interrupted)`
+        ? r.running.alive === false
+          ? `none: run ${r.running.id} (${r.running.mode}, started ${r.running.startedAt}) was left running by pid ${r.running.pid ?? "?"}, which is gone (killed or crashed); the next run marks it interrupted and resumes its walk`
+          : `run ${r.running.id} (${r.running.mode}) since ${r.running.startedAt}, pid ${r.running.pid ?? "?"}`
         : "no run in progress"
     }`,
   );
@@ -125,4 +129,15 @@ function ago(iso: string, now: number): string {
 function table(rows: string[][]): string[] {
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? "").length)));
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]!))).join("  ").trimEnd());
+}
+
+/** Does a process with this pid exist (in our pid namespace)? */
+function processAlive(pid: number | null): boolean {
+  if (pid === null) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
 }

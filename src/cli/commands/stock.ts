@@ -11,6 +11,7 @@ export default async function stock(v: Record<string, unknown>): Promise<number>
   const atRaw = v.at;
   if (typeof atRaw !== "string" || atRaw === "") throw new ConfigError("--at is required: a timestamp such as 2026-03-01T00:00:00Z");
   const at = parseTimestamp(atRaw);
+  if (at > Date.now()) process.stderr.write(`inventory-mirror stock: note: --at ${new Date(at).toISOString()} is in the future; the stock shown is the current stock\n`);
   const db = openReadOnly(config.dbPath);
   try {
     const result = stockAt(db, {
@@ -30,6 +31,12 @@ export function parseTimestamp(raw: string): number {
   const s = raw.trim();
   if (!/^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$/i.test(s)) {
     throw new ConfigError(`--at: "${raw}" is not an ISO 8601 timestamp; expected e.g. 2026-03-01T00:00:00Z or 2026-03-01`);
+  }
+  // Date.parse rolls 2026-02-30 over to March 2: every field is checked against the calendar first.
+  const [, y, mo, d, h, mi, se] = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2}))?)?/i.exec(s)!.map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(y!, mo!, 0)).getUTCDate();
+  if (mo! < 1 || mo! > 12 || d! < 1 || d! > daysInMonth || (h ?? 0) > 23 || (mi ?? 0) > 59 || (se ?? 0) > 59) {
+    throw new ConfigError(`--at: "${raw}" is not a date on the calendar${mo! >= 1 && mo! <= 12 && d! > daysInMonth ? ` (${s.slice(0, 7)} has ${daysInMonth} days)` : ""}`);
   }
   const hasZone = /(Z|[+-]\d{2}:?\d{2})$/i.test(s) && s.length > 10;
   const t = Date.parse(hasZone || s.length === 10 ? s.replace(" ", "T") : `${s.replace(" ", "T")}Z`);

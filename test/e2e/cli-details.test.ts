@@ -1,0 +1,99 @@
+/**
+ * Smaller things a careless operator runs into (issue 11, B10), each with the real CLI.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { runCli, spawnCli } from "../helpers/cli.js";
+
+const KEY = "sim_e2e_cli_details_2b3c4d5e6f7a8b9c0d1e";
+let sim: RunningSimulator;
+let dir: string;
+const env = (extra: Record<string, string> = {}) => ({ INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: join(dir, "m.db"), ...extra });
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 91, skus: 120, historyDepth: 4, apiKey: KEY, quota: { requestsPerSecond: 100 } });
+  dir = mkdtempSync(join(tmpdir(), "im-cli-details-"));
+});
+afterAll(async () => {
+  await sim?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("help", () => {
+  it("`sync -h` and `help sync` print the sync command's help", async () => {
+    for (const args of [["sync", "-h"], ["help", "sync"]]) {
+      const r = await runCli(args, { env: env() });
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout, args.join(" ")).toMatch(/^Usage: inventory-mirror sync \[--full\]/);
+    }
+  });
+
+  it("the global help names INVENTORY_DAEMON_LISTEN", async () => {
+    const r = await runCli(["--help"], { env: env() });
+    expect(r.stdout).toMatch(/INVENTORY_DAEMON_LISTEN\s+as daemon --listen/);
+  });
+});
+
+describe("mistakes caught before any request", () => {
+  const cases: Array<{ args: string[]; says: RegExp }> = [
+    { args: ["sync", "--max-requests", "-5"], says: /--max-requests: expected a positive number, got "-5"/ },
+    { args: ["sync", "--max-rps", "-1"], says: /--max-rps: expected a positive number, got "-1"/ },
+    { args: ["check", "--expected-workspace-id", "not-a-uuid"], says: /expected workspace id "not-a-uuid" .* is not a UUID/ },
+    { args: ["check", "--base-url", "http://127.0.0.1:1/v1/external"], says: /ends with \/v1\/external.*use http:\/\/127\.0\.0\.1:1/ },
+    { args: ["stock", "--at", "2026-02-30"], says: /--at: "2026-02-30" is not a date on the calendar \(2026-02 has 28 days\)/ },
+    { args: ["stock", "--at", "2026-04-31T10:00:00Z"], says: /not a date on the calendar/ },
+  ];
+  for (const c of cases) {
+    it(`${c.args.join(" ")}: exit 2, says what is wrong, no request`, async () => {
+      sim.resetStats();
+      const r = await runCli(c.args, { env: env() });
+      expect(r.code, r.stderr).toBe(2);
+      expect(r.stderr).toMatch(c.says);
+      expect(r.stderr).not.toMatch(/ambiguous/);
+      expect(sim.stats().requests).toBe(0);
+    });
+  }
+});
+
+describe("status after kill -9", () => {
+  it("a run left 'running' by a dead process is shown as not running, and the next run resumes it", async () => {
+    const db = join(dir, "killed.db");
+    const child = spawnCli(["sync", "--full", "--no-progress"], { env: env({ INVENTORY_DB: db }) });
+    child.stdout!.resume();
+    child.stderr!.resume();
+    const exited = new Promise((r) => child.on("exit", r));
+    const stored = () => {
+      try {
+        const d = new Database(db, { readonly: true, fileMustExist: true });
+        try {
+          return (d.prepare("SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id IS NOT NULL").get() as { n: number }).n;
+        } finally {
+          d.close();
+        }
+      } catch {
+        return 0;
+      }
+    };
+    const end = Date.now() + 60_000;
+    while (stored() < 10) {
+      if (Date.now() > end) throw new Error("10 SKUs were not stored");
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    child.kill("SIGKILL");
+    await exited;
+
+    const human = await runCli(["status", "--db", db], { env: env() });
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/running\s+none: run 1 \(full, started .*\) was left running by pid \d+, which is gone/);
+    const json = JSON.parse((await runCli(["status", "--db", db, "--json"], { env: env() })).stdout);
+    expect(json.running).toMatchObject({ id: 1, alive: false });
+
+    const next = await runCli(["sync", "--no-progress"], { env: env({ INVENTORY_DB: db }) });
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stdout).toMatch(/resumed from run 1/);
+  });
+});
