@@ -2,6 +2,9 @@
 import { loadConfig, loadKey, type Flags, type ResolvedConfig } from "../core/config.js";
 import { createLogger, type Logger } from "../core/logger.js";
 import type { Secret } from "../core/secret.js";
+import { resolveSku } from "../analysis/resolve-sku.js";
+import type { DB } from "../store/db.js";
+import { ConfigError } from "../core/errors.js";
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
@@ -59,4 +62,11 @@ export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose()
       process.off("SIGTERM", handler);
     },
   };
+}
+
+/** --sku by UUID or code; none matching is a usage error, not a consistent SKU. */
+export function skuIdOf(db: DB, sku: string, dbPath: string): string {
+  const found = resolveSku(db, sku);
+  if (!found) throw new ConfigError(`--sku ${sku}: no SKU with that id or code in ${dbPath}`);
+  return found.id;
 }

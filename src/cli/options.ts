@@ -141,7 +141,7 @@ export const COMMANDS: CommandDef[] = [
   },
   {
     name: "stock",
-    usage: "inventory-mirror stock --at TIMESTAMP [--location ID] [--sku ID] [--db FILE] [--json]",
+    usage: "inventory-mirror stock --at TIMESTAMP [--location ID] [--sku ID|CODE] [--db FILE] [--json]",
     summary: "stock per SKU and leaf at a past moment, reconstructed from current quantities and history (read-only)",
     description:
       "Starts from each SKU x leaf's current quantity and undoes, newest first, every history row after TIMESTAMP\n" +
@@ -152,7 +152,7 @@ export const COMMANDS: CommandDef[] = [
     options: [
       { name: "at", type: "string", arg: "TIMESTAMP", help: "ISO 8601, e.g. 2026-03-01T00:00:00Z (no zone = UTC; a date alone = its 00:00 UTC)" },
       { name: "location", type: "string", arg: "ID", help: "a root, section or leaf id: quantities summed per SKU over the leaves under it" },
-      { name: "sku", type: "string", arg: "ID", help: "only this SKU (its id)" },
+      { name: "sku", type: "string", arg: "ID|CODE", help: "only this SKU, by its id or its code (exit 2 when none matches)" },
       DB,
       { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
       JSON_OUT,
@@ -161,7 +161,7 @@ export const COMMANDS: CommandDef[] = [
   },
   {
     name: "reconcile",
-    usage: "inventory-mirror reconcile [--sku ID] [--db FILE] [--json]",
+    usage: "inventory-mirror reconcile [--sku ID|CODE] [--db FILE] [--json]",
     summary: "check that mirrored history, leaf quantities and list totals agree; exit 1 with mismatches (read-only)",
     description:
       "For each current SKU x leaf, replays the mirrored history (the latest SET's observed count plus later movements)\n" +
@@ -170,7 +170,7 @@ export const COMMANDS: CommandDef[] = [
       "freshness other than clean explains it (those do not fail the check). A wrong leaf row is reported once, with the\n" +
       "totals it throws off. Exit 0 when consistent, 1 with unexplained mismatches, 2 on a usage or database error.",
     options: [
-      { name: "sku", type: "string", arg: "ID", help: "check only this SKU (its id)" },
+      { name: "sku", type: "string", arg: "ID|CODE", help: "check only this SKU, by its id or its code (exit 2 when none matches)" },
       DB,
       { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
       JSON_OUT,

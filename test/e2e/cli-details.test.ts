@@ -97,3 +97,25 @@ describe("status after kill -9", () => {
     expect(next.stdout).toMatch(/resumed from run 1/);
   });
 });
+
+describe("--sku by id or code", () => {
+  it("reconcile and stock accept a SKU's code; an unknown id or code is exit 2, not 'consistent'", async () => {
+    const db = join(dir, "sku.db");
+    expect((await runCli(["sync", "--full", "--no-progress"], { env: env({ INVENTORY_DB: db }) })).code).toBe(0);
+    const d = new Database(db, { readonly: true });
+    const sku = d.prepare("SELECT id, code FROM skus ORDER BY code LIMIT 1").get() as { id: string; code: string };
+    d.close();
+    const byCode = await runCli(["reconcile", "--sku", sku.code, "--db", db, "--json"], { env: env() });
+    expect(byCode.code, byCode.stderr).toBe(0);
+    expect(JSON.parse(byCode.stdout).skuId).toBe(sku.id);
+    const stockByCode = await runCli(["stock", "--at", new Date().toISOString(), "--sku", sku.code, "--db", db, "--json"], { env: env() });
+    expect(stockByCode.code, stockByCode.stderr).toBe(0);
+    for (const unknown of ["00000000-0000-4000-8000-00000000dead", "NO-SUCH-CODE"]) {
+      for (const cmd of [["reconcile"], ["stock", "--at", "2026-01-01"]]) {
+        const r = await runCli([...cmd, "--sku", unknown, "--db", db], { env: env() });
+        expect(r.code, `${cmd[0]} ${unknown}`).toBe(2);
+        expect(r.stderr).toMatch(new RegExp(`--sku ${unknown}: no SKU with that id or code`));
+      }
+    }
+  });
+});

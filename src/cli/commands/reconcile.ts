@@ -3,7 +3,7 @@ import { loadConfig } from "../../core/config.js";
 import { EXIT } from "../../core/errors.js";
 import { openReadOnly } from "../../analysis/open.js";
 import { reconcile, type Mismatch, type ReconcileReport } from "../../analysis/reconcile.js";
-import { flagsFrom } from "../common.js";
+import { flagsFrom, skuIdOf } from "../common.js";
 import { fmt } from "./stock.js";
 import { forTerminal } from "../../core/terminal.js";
 
@@ -12,7 +12,7 @@ export default async function reconcileCommand(v: Record<string, unknown>): Prom
   const db = openReadOnly(config.dbPath);
   let report: ReconcileReport;
   try {
-    report = reconcile(db, { skuId: typeof v.sku === "string" ? v.sku : null });
+    report = reconcile(db, { skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.dbPath) : null });
   } finally {
     db.close();
   }
@@ -57,3 +57,4 @@ function render(r: ReconcileReport): string {
   lines.push(r.ok ? "result: consistent" : `result: ${unexplained.length} unexplained mismatch(es)`);
   return lines.join("\n");
 }
+

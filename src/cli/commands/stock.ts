@@ -3,7 +3,7 @@ import { loadConfig } from "../../core/config.js";
 import { ConfigError } from "../../core/errors.js";
 import { openReadOnly } from "../../analysis/open.js";
 import { stockAt, type StockAtResult } from "../../analysis/stock-at.js";
-import { flagsFrom } from "../common.js";
+import { flagsFrom, skuIdOf } from "../common.js";
 import { forTerminal } from "../../core/terminal.js";
 
 export default async function stock(v: Record<string, unknown>): Promise<number> {
@@ -17,7 +17,7 @@ export default async function stock(v: Record<string, unknown>): Promise<number>
     const result = stockAt(db, {
       at,
       locationId: typeof v.location === "string" ? v.location : null,
-      skuId: typeof v.sku === "string" ? v.sku : null,
+      skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.dbPath) : null,
     });
     process.stdout.write((v.json ? JSON.stringify(result) : forTerminal(render(result))) + "\n");
     return 0;
