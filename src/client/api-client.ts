@@ -37,6 +37,16 @@ export interface ApiClientOptions {
   key: Secret;
   scheduler: RequestScheduler;
   http: HttpOptions;
+  /** Told of every attempt (for --log-level trace): endpoint template, status, time, size; never a URL or the key. */
+  onRequest?: (r: RequestTrace) => void;
+}
+
+export interface RequestTrace {
+  endpoint: EndpointName;
+  status: number | null;
+  ms: number;
+  bytes?: number;
+  error?: string;
 }
 
 export class ApiClient {
@@ -92,7 +102,15 @@ export class ApiClient {
     return this.opts.scheduler.run(
       endpoint,
       async (onStatus) => {
-        const raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal, onStatus);
+        const t0 = performance.now();
+        let raw;
+        try {
+          raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal, onStatus);
+        } catch (err) {
+          this.opts.onRequest?.({ endpoint, status: err instanceof ApiError ? err.status : null, ms: Math.round(performance.now() - t0), error: err instanceof ApiError ? err.kind : "error" });
+          throw err;
+        }
+        this.opts.onRequest?.({ endpoint, status: raw.status, ms: Math.round(performance.now() - t0), bytes: raw.bytes });
         const parsed = schema.safeParse(raw.body);
         if (!parsed.success) {
           const issues = parsed.error.issues.map(describeIssue);

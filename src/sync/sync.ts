@@ -14,7 +14,7 @@ import { DEFAULTS } from "../core/defaults.js";
 import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
 import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
-import { ApiClient } from "../client/api-client.js";
+import { ApiClient, type RequestTrace } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, assertMirrorDatabase, checkDirectory, openDatabase, peekDatabase, type DB } from "../store/db.js";
 import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
@@ -88,7 +88,7 @@ const QUEUE_CAPACITY = 2_000;
 const COUNTER_FLUSH_MS = 2_000;
 
 /** Workers, scheduler and client for one process, from the resolved config. */
-export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock, pausedUntil?: number) {
+export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock, pausedUntil?: number, logger?: Logger) {
   if (!config.baseUrl) {
     throw new SyncError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file (try 'inventory-mirror simulate' for a local one)");
   }
@@ -114,6 +114,7 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     key,
     scheduler,
     http: { ...config.http, connections: config.concurrency },
+    ...(logger?.isLevelEnabled("trace") ? { onRequest: (r: RequestTrace) => logger.trace(r, "request") } : {}),
   });
   return { client, scheduler };
 }
@@ -185,7 +186,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
       logger.warn({ resumeAfter: new Date(wall).toISOString() }, message);
       pendingJournal.push({ kind: "info", message });
     }
-    api = createApi(config, opts.key, onEvent, opts.clock, wall !== null && !opts.ignoreQuotaWall ? wall : undefined);
+    api = createApi(config, opts.key, onEvent, opts.clock, wall !== null && !opts.ignoreQuotaWall ? wall : undefined, logger);
     const { client, scheduler } = api;
 
     // Who is this key for? Nothing is written before this and the database check pass.
@@ -326,6 +327,7 @@ async function executeRun(
           );
           counters.listed += page.items.length;
           counters.planned += queued.length;
+          logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: counters.listed }, "list page saved");
           for (const q of queued) {
             reasons[q.reason]++;
             await enqueue(q.id, false, q.reason === "repolled");
@@ -389,6 +391,7 @@ async function executeRun(
         done = true;
         counters.fetched++;
         counters.rowsAdded += saved.rowsAdded;
+        logger.debug({ skuId, historyRows: f.history.length, rowsAdded: saved.rowsAdded, requests: f.requests, complete: f.complete }, "SKU saved");
       } catch (err) {
         if (signal.aborted) return;
         if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall" || err.kind === "budget" || err.kind === "unreachable") return fail(err as Error);

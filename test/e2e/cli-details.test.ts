@@ -119,3 +119,24 @@ describe("--sku by id or code", () => {
     }
   });
 });
+
+describe("--log-level", () => {
+  it("debug logs each list page and each SKU, trace each request too; info neither; the key in none", async () => {
+    const counts: Record<string, { skus: number; pages: number; requests: number }> = {};
+    for (const level of ["info", "debug", "trace"]) {
+      const r = await runCli(["sync", "--full", "--no-progress", "--log-level", level, "--db", join(dir, `log-${level}.db`)], { env: env() });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).not.toContain(KEY);
+      const lines = r.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
+      counts[level] = {
+        skus: lines.filter((l) => l.msg === "SKU saved").length,
+        pages: lines.filter((l) => l.msg === "list page saved").length,
+        requests: lines.filter((l) => l.msg === "request").length,
+      };
+    }
+    expect(counts.info).toEqual({ skus: 0, pages: 0, requests: 0 });
+    expect(counts.debug).toEqual({ skus: 120, pages: 2, requests: 0 });
+    expect(counts.trace!.skus).toBe(120);
+    expect(counts.trace!.requests).toBeGreaterThanOrEqual(2 + 2 + 120 * 2);
+  });
+});
