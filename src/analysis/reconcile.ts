@@ -101,8 +101,8 @@ export function reconcile(db: DB, opts: { skuId?: string | null } = {}): Reconci
   const skuId = opts.skuId ?? null;
   const params = skuId === null ? {} : { skuId };
   const skus = db
-    .prepare(`SELECT id, code, name, total_quantity FROM skus WHERE deleted_at IS NULL ${skuId === null ? "" : "AND id = @skuId"} ORDER BY code, id`)
-    .all(params) as Array<{ id: string; code: string | null; name: string | null; total_quantity: number | null }>;
+    .prepare(`SELECT id, code, name, total_quantity, last_seen_at FROM skus WHERE deleted_at IS NULL ${skuId === null ? "" : "AND id = @skuId"} ORDER BY code, id`)
+    .all(params) as Array<{ id: string; code: string | null; name: string | null; total_quantity: number | null; last_seen_at: string | null }>;
 
   const locations = new Map(
     (db.prepare("SELECT id, name, display_path FROM locations").all() as Array<{ id: string; name: string | null; display_path: string | null }>).map((l) => [l.id, l]),
@@ -154,6 +154,11 @@ export function reconcile(db: DB, opts: { skuId?: string | null } = {}): Reconci
   // SKUs whose detail + history are still to be fetched (queued, or never fetched).
   const pending = new Set(
     (db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id),
+  );
+
+  // When each SKU's detail was last stored: the list row (root quantities, total) may be from another moment.
+  const detailAt = new Map(
+    (db.prepare("SELECT sku_id, fetched_at FROM sku_sync WHERE fetched_at IS NOT NULL").all() as Array<{ sku_id: string; fetched_at: string }>).map((r) => [r.sku_id, r.fetched_at]),
   );
 
   const rootQty = new Map<string, Map<string, number>>();
@@ -226,8 +231,13 @@ export function reconcile(db: DB, opts: { skuId?: string | null } = {}): Reconci
 
     const unexplained = leafMismatches.filter((m) => !m.explained);
     const queued = pending.has(sku.id);
+    const apart = readApart(sku.last_seen_at, detailAt.get(sku.id) ?? null);
     const aggregateExplanation = (what: string) =>
-      queued ? `${what}; the SKU's detail is still queued for fetching (sku_sync), so its leaf rows are older than its list row` : what;
+      queued
+        ? `${what}; the SKU's detail is still queued for fetching (sku_sync), so its leaf rows are older than its list row`
+        : apart
+          ? `${what}; the list row was read at ${sku.last_seen_at} and the detail at ${detailAt.get(sku.id)}, ${apart} apart: stock that moved in between shows as this difference (the next sync reads both again)`
+          : what;
     const aggregates: Mismatch[] = [];
     const roots = new Set<string>([...sums.keys(), ...(rootQty.get(sku.id)?.keys() ?? [])]);
     for (const root of roots) {
@@ -319,4 +329,12 @@ function snapshotAdvisories(
     });
   }
   return out;
+}
+
+/** How far apart (text) the list row and the detail were read, or null when within a second (read together). */
+function readApart(listAt: string | null, detailAt: string | null): string | null {
+  if (!listAt || !detailAt) return null;
+  const ms = Math.abs(Date.parse(listAt) - Date.parse(detailAt));
+  if (!Number.isFinite(ms) || ms < 1_000) return null;
+  return ms < 120_000 ? `${(ms / 1000).toFixed(1)} s` : ms < 7_200_000 ? `${(ms / 60_000).toFixed(1)} min` : `${(ms / 3_600_000).toFixed(1)} h`;
 }

@@ -140,3 +140,47 @@ describe("--log-level", () => {
     expect(counts.trace!.requests).toBeGreaterThanOrEqual(2 + 2 + 120 * 2);
   });
 });
+
+describe("reconcile while the server moved", () => {
+  it("a difference between the list and a detail read seconds apart says they were read apart", async () => {
+    const slow = await startSimulator({ seed: 92, skus: 20, historyDepth: 3, apiKey: KEY, quota: { requestsPerSecond: 10, burst: 2 } });
+    try {
+      const db = join(dir, "moved.db");
+      const child = spawnCli(["sync", "--full", "--no-progress"], { env: env({ INVENTORY_DB: db, INVENTORY_BASE_URL: slow.baseUrl }) });
+      child.stdout!.resume();
+      child.stderr!.resume();
+      const exited = new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
+      const read = <T,>(sql: string): T[] => {
+        try {
+          const d = new Database(db, { readonly: true, fileMustExist: true });
+          try {
+            return d.prepare(sql).all() as T[];
+          } finally {
+            d.close();
+          }
+        } catch {
+          return [];
+        }
+      };
+      // The list walk is done (20 SKUs fit one page) while most details are still to come.
+      let unfetched: string[] = [];
+      const end = Date.now() + 60_000;
+      while (!(read<{ d: number }>("SELECT list_done AS d FROM sync_runs")[0]?.d === 1 && (unfetched = read<{ id: string }>("SELECT sku_id AS id FROM sku_sync WHERE fetched_at IS NULL").map((r) => r.id)).length >= 4)) {
+        if (Date.now() > end) throw new Error("the list walk did not finish ahead of the details");
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      const moved = unfetched.at(-1)!;
+      slow.model.movement(moved, slow.model.activeLeafIds()[0]!, 5);
+      expect(await exited).toBe(0);
+
+      const r = await runCli(["reconcile", "--sku", moved, "--db", db, "--json"], { env: env() });
+      expect(r.code).toBe(1);
+      const report = JSON.parse(r.stdout) as { mismatches: Array<{ check: string; explanation: string }> };
+      const aggregate = report.mismatches.filter((m) => m.check === "sku_total" || m.check === "root_sum");
+      expect(aggregate.length).toBeGreaterThan(0);
+      for (const m of aggregate) expect(m.explanation).toMatch(/the list row was read at .* and the detail at .*, [\d.]+ s apart: stock that moved in between/);
+    } finally {
+      await slow.close();
+    }
+  });
+});
