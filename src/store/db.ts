@@ -9,8 +9,8 @@
  * never touch the lock and are never blocked: the database is in WAL mode.
  */
 import Database from "better-sqlite3";
-import { chmodSync, closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { accessSync, chmodSync, closeSync, constants, existsSync, openSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { DEFAULTS } from "../core/defaults.js";
 import { ConfigError, StoreError } from "../core/errors.js";
@@ -143,6 +143,28 @@ export function assertMirrorDatabase(path: string): void {
     throw new ConfigError(
       `${path} is not an inventory-mirror database (it holds ${tables.length ? `tables ${shown}` : `no tables but user_version ${version}`}); it is left untouched. Choose another --db for the mirror.`,
     );
+  }
+}
+
+/**
+ * A writing run needs to create files beside the database (the lock, -wal, -shm) and to write
+ * the database itself: both are checked before anything is created, so a read-only place is a
+ * clear refusal (exit 2) with nothing left behind, not an EACCES halfway through.
+ */
+export function checkWritable(path: string): void {
+  const dir = dirname(path);
+  const who = typeof process.getuid === "function" ? ` (uid ${process.getuid()})` : "";
+  try {
+    accessSync(dir, constants.W_OK | constants.X_OK);
+  } catch {
+    throw new ConfigError(`database directory ${dir} is not writable by this user${who}: the mirror needs to create ${basename(path)}.lock, -wal and -shm there. Make it writable or choose another --db`);
+  }
+  if (existsSync(path)) {
+    try {
+      accessSync(path, constants.R_OK | constants.W_OK);
+    } catch {
+      throw new ConfigError(`database ${path} is read-only for this user${who}; a sync writes to it. Fix its owner or mode, or choose another --db (status, stock and reconcile only read it)`);
+    }
   }
 }
 

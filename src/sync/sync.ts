@@ -16,7 +16,7 @@ import type { Secret } from "../core/secret.js";
 import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient, type RequestTrace } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
-import { acquireWriterLock, assertMirrorDatabase, checkDirectory, openDatabase, peekDatabase, type DB } from "../store/db.js";
+import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, peekDatabase, type DB } from "../store/db.js";
 import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { saveSnapshot } from "../store/snapshots.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
@@ -150,6 +150,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   checkDirectory(config.dbPath);
   // Another program's database is refused before anything is written to it (no lock file, no WAL switch).
   assertMirrorDatabase(config.dbPath);
+  checkWritable(config.dbPath);
   const started = Date.now();
   // One writer per file, decided before any request: a second process costs no quota.
   const lock = acquireWriterLock(config.dbPath);
