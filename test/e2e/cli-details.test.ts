@@ -8,6 +8,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
+import { queryWhileWriting, storedSkus } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_cli_details_2b3c4d5e6f7a8b9c0d1e";
 let sim: RunningSimulator;
@@ -66,18 +67,7 @@ describe("status after kill -9", () => {
     child.stdout!.resume();
     child.stderr!.resume();
     const exited = new Promise((r) => child.on("exit", r));
-    const stored = () => {
-      try {
-        const d = new Database(db, { readonly: true, fileMustExist: true });
-        try {
-          return (d.prepare("SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id IS NOT NULL").get() as { n: number }).n;
-        } finally {
-          d.close();
-        }
-      } catch {
-        return 0;
-      }
-    };
+    const stored = () => storedSkus(db);
     const end = Date.now() + 60_000;
     while (stored() < 10) {
       if (Date.now() > end) throw new Error("10 SKUs were not stored");
@@ -150,18 +140,7 @@ describe("reconcile while the server moved", () => {
       child.stdout!.resume();
       child.stderr!.resume();
       const exited = new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
-      const read = <T,>(sql: string): T[] => {
-        try {
-          const d = new Database(db, { readonly: true, fileMustExist: true });
-          try {
-            return d.prepare(sql).all() as T[];
-          } finally {
-            d.close();
-          }
-        } catch {
-          return [];
-        }
-      };
+      const read = <T,>(sql: string): T[] => queryWhileWriting<T>(db, sql);
       // The list walk is done (20 SKUs fit one page) while most details are still to come.
       let unfetched: string[] = [];
       const end = Date.now() + 60_000;

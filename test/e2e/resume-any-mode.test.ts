@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
 import { diffAgainstTruth } from "../helpers/ground-truth.js";
+import { queryWhileWriting, storedSkus } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_resume_mode_6f5e4d3c2b1a0f9e8d7c";
 const SKUS = 300;
@@ -26,19 +26,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function q<T>(db: string, sql: string): T[] {
-  try {
-    const d = new Database(db, { readonly: true, fileMustExist: true });
-    try {
-      return d.prepare(sql).all() as T[];
-    } finally {
-      d.close();
-    }
-  } catch {
-    return [];
-  }
-}
-const fetched = (db: string) => q<{ n: number }>(db, "SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id IS NOT NULL")[0]?.n ?? 0;
+const q = queryWhileWriting;
+const fetched = storedSkus;
 
 describe("a plain sync after an interrupted sync --full", () => {
   it("resumes the backfill: only the SKUs not yet stored are fetched, the run is recorded as the full that finished it, the mirror equals ground truth", async () => {

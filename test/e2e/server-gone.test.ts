@@ -13,6 +13,7 @@ import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
 import { diffAgainstTruth } from "../helpers/ground-truth.js";
+import { storedSkus } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_server_gone_0a1b2c3d4e5f6a7b8c9d";
 const SIM = { seed: 41, skus: 300, historyDepth: 8, apiKey: KEY } as const;
@@ -29,19 +30,6 @@ afterAll(async () => {
   for (const s of sims) await s.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-function fetchedSkus(db: string): number {
-  try {
-    const d = new Database(db, { readonly: true, fileMustExist: true });
-    try {
-      return (d.prepare("SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id IS NOT NULL").get() as { n: number }).n;
-    } finally {
-      d.close();
-    }
-  } catch {
-    return 0;
-  }
-}
 
 async function until(cond: () => boolean, what: string, maxMs = 60_000): Promise<void> {
   const end = Date.now() + maxMs;
@@ -61,7 +49,7 @@ describe("the server goes away mid-run", () => {
     child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
     const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
 
-    await until(() => fetchedSkus(db) >= 30, "30 SKUs stored");
+    await until(() => storedSkus(db) >= 30, "30 SKUs stored");
     await first.close();
     const code = await exited;
 
@@ -77,7 +65,7 @@ describe("the server goes away mid-run", () => {
     } finally {
       d.close();
     }
-    const storedBefore = fetchedSkus(db);
+    const storedBefore = storedSkus(db);
     expect(storedBefore).toBeGreaterThanOrEqual(30);
     expect(storedBefore).toBeLessThan(SIM.skus);
 

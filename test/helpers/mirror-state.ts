@@ -42,6 +42,28 @@ export function withDb<T>(path: string, f: (db: Database.Database) => T): T {
   }
 }
 
+/**
+ * Rows of a read-only query on a mirror that may not exist yet or be mid-write (a sync in
+ * another process): [] until the file and its tables are there.
+ */
+export function queryWhileWriting<T>(path: string, sql: string): T[] {
+  try {
+    const db = new Database(path, { readonly: true, fileMustExist: true });
+    try {
+      return db.prepare(sql).all() as T[];
+    } finally {
+      db.close();
+    }
+  } catch {
+    return [];
+  }
+}
+
+/** SKUs whose detail and history are stored (a walk's progress), 0 before the file exists. */
+export function storedSkus(path: string): number {
+  return queryWhileWriting<{ n: number }>(path, "SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id IS NOT NULL")[0]?.n ?? 0;
+}
+
 export interface WalkState {
   /** The walk the next `sync --full` resumes, or null when it starts a new one. */
   resumableWalk: number | null;
