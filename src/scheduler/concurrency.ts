@@ -20,12 +20,6 @@ const SAMPLES = 32;
  * process) are the slowest, so this stays modest: 5 in flight at 10 ms.
  */
 const UNPACED_RPS = 200;
-/**
- * The floor before any quota is known. On loopback two requests in flight already send faster
- * than any quota we expect, and against a bucket without burst every request but one in
- * flight when it runs dry is a 429 (the first 429 comes at the first request past the burst).
- */
-const UNPACED_FLOOR = 2;
 
 export class ConcurrencyLimit {
   private readonly rtts: number[] = [];
@@ -61,7 +55,6 @@ export class ConcurrencyLimit {
     const latencyS = (rate === null ? this.shortestMs : this.latencyMs) / 1000;
     const target = rate ?? UNPACED_RPS;
     const want = Math.ceil(target * latencyS * HEADROOM) + EXTRA;
-    const floor = rate === null ? UNPACED_FLOOR : this.floor;
-    return Math.max(Math.min(floor, this.ceiling), Math.min(this.ceiling, want));
+    return Math.max(Math.min(this.floor, this.ceiling), Math.min(this.ceiling, want));
   }
 }

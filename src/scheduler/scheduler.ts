@@ -23,7 +23,7 @@ import { ApiError } from "../core/errors.js";
 import { ResponseInfo } from "../client/http.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
-import { RateControl, type RatePhase, type RateSetting, type SendOutcome } from "./rate-control.js";
+import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit } from "./concurrency.js";
 
@@ -170,8 +170,6 @@ export class RequestScheduler {
    * its Retry-After is known here, and a request granted in between would go out on it early.
    */
   private holds = 0;
-  /** Work was waiting for the pacer at the last pump: we send at the rate in force. */
-  private backlog = false;
   /** Since when every attempt failed to connect (null: something answered since), and how many did. */
   private connectFailingSince: number | null = null;
   private connectFailures = 0;
@@ -184,6 +182,8 @@ export class RequestScheduler {
   /** When the current 429 episode began (its first 429 was read). */
   private episodeAt = -Infinity;
   private episodeAccepted = 0;
+  /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
+  private pausedSinceGrant = false;
   /** Answer times of requests that passed the quota, over the last ACCEPTED_WINDOW_MS. */
   private readonly passTimes: number[] = [];
   /** 429 episodes without Retry-After since a request last passed. */
@@ -233,14 +233,11 @@ export class RequestScheduler {
       try {
         const result = await attempt(onStatus);
         this.reached();
-        this.answered(sentAt, 200);
+        this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
       } catch (err) {
-        if (!(err instanceof ApiError) || signal.aborted) {
-          this.control.ended(sentAt, "free");
-          throw err;
-        }
+        if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") this.pauseUntil(this.clock.now() + waitMs.ms);
         else {
@@ -266,7 +263,9 @@ export class RequestScheduler {
     const now = this.clock.now();
     if (err.status !== null) this.reached();
     else if (isConnectFailure(err)) this.failedToConnect(endpoint, err, now);
-    this.answered(sentAt, err.status);
+    if (err.status !== null && err.status !== 429) this.answered(sentAt, err.status < 500 && err.status !== 401);
+    // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
+    if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
     const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
     if (retryAfterBeyondCap(raHeader, now)) {
@@ -289,7 +288,7 @@ export class RequestScheduler {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });
         throw err;
       }
-      const newEpisode = this.throttled(sentAt, now, named);
+      const newEpisode = this.throttled(sentAt, now);
       waitMs = ra ?? (newEpisode ? this.noRetryAfterWait() : Math.max(0, this.pausedUntilMs - now));
       scope = "all";
     } else {
@@ -317,24 +316,19 @@ export class RequestScheduler {
     return { ms: waitMs, scope };
   }
 
-  /**
-   * An attempt ended with `status` (null: no answer): what it says about the quota for the rate
-   * control; a round trip for the in-flight limit; a pass for the accepted rate (429s also go
-   * through throttled()).
-   */
-  private answered(sentAt: number, status: number | null): void {
+  /** An answer that says something about the quota: `passed` it, or not (429s go through throttled()). */
+  private answered(sentAt: number, passed: boolean): void {
     const now = this.clock.now();
-    this.control.ended(sentAt, quotaOutcome(status));
-    if (status === null || status === 429) return;
     this.concurrency.answer(sentAt, now);
-    if (status >= 500 || status === 401) return;
+    if (!passed) return;
+    this.control.passed(sentAt);
     this.noRetryAfterStreak = 0;
     this.passTimes.push(now);
     while (this.passTimes.length && this.passTimes[0]! < now - ACCEPTED_WINDOW_MS) this.passTimes.shift();
   }
 
   /** A 429: true when it begins a new episode (it was sent after the last episode began). */
-  private throttled(sentAt: number, now: number, namedWaitMs: number | null): boolean {
+  private throttled(sentAt: number, now: number): boolean {
     this.concurrency.answer(sentAt, now);
     if (sentAt <= this.episodeAt) return false;
     this.episodeAt = now;
@@ -343,7 +337,7 @@ export class RequestScheduler {
     // and the burst over the few milliseconds it took would read as a rate the quota never had.
     this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
     const before = this.control.current;
-    this.control.throttled(sentAt, now, this.episodeAccepted, namedWaitMs);
+    this.control.throttled(sentAt, now, this.episodeAccepted);
     this.rateChanged(before, now);
     this.pacer?.empty(now);
     return true;
@@ -386,13 +380,13 @@ export class RequestScheduler {
     this.applyRate(now);
     const moved = before.phase !== after.phase || before.rate === null || Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02;
     if (!moved) return;
-    const q = this.control.estimate;
+    const b = this.control.bounds;
     this.emit({
       type: "rate",
       requestsPerSecond: this.currentRate,
       phase: after.phase,
-      fitLow: q.low,
-      fitHigh: q.high,
+      fitLow: b.low,
+      fitHigh: Number.isFinite(b.high) ? b.high : null,
       inFlightLimit: this.inFlightLimit,
     });
   }
@@ -427,6 +421,7 @@ export class RequestScheduler {
     const now = this.clock.now();
     const from = Math.max(now, this.pausedUntilMs);
     if (until > from) {
+      this.pausedSinceGrant = true;
       this.stats.waitMs += until - from;
       this.pausedUntilMs = until;
     }
@@ -479,18 +474,15 @@ export class RequestScheduler {
         return this.arm(this.pausedUntilMs);
       }
       const before = this.control.current;
-      if (this.opts.adaptive !== false && this.control.tick(now, this.backlog)) this.rateChanged(before, now);
+      if (this.opts.adaptive !== false && this.control.tick(now)) this.rateChanged(before, now);
       if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
-      if (this.pacer && !this.pacer.ready(now)) {
-        this.backlog = true;
-        return this.arm(Math.min(this.pacer.nextTokenAt(now), this.control.wakeAt() ?? Infinity));
-      }
-      this.backlog = false;
+      if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);
       this.pacer?.take(now);
       this.firstSentAt ??= now;
-      this.control.sent(now);
+      this.control.sent(now, this.pausedSinceGrant);
+      this.pausedSinceGrant = false;
       this.count(w.endpoint);
       this.inFlight++;
       w.resolve(now);
@@ -524,18 +516,6 @@ export class RequestScheduler {
     this.timer?.ac.abort();
     this.timer = null;
   }
-}
-
-/**
- * What an answer says about the quota. A 429 was refused by it. A 503 may have spent a token or
- * not (a server may decide it before or after the quota; ours after): the fit weighs both.
- * 401 and other 5xx come before the quota or say nothing of it; no answer at all neither.
- */
-function quotaOutcome(status: number | null): SendOutcome {
-  if (status === null || status === 401) return "free";
-  if (status === 429) return "refused";
-  if (status === 503) return "uncertain";
-  return status < 500 ? "consumed" : "free";
 }
 
 /** The connect-level error code under an ApiError (undici puts it on the cause, or the cause's cause). */
