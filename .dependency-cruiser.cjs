@@ -42,6 +42,13 @@ module.exports = {
   forbidden: [
     ...layering,
     {
+      name: "room-not-in-the-table",
+      comment: "a file outside the rooms above (directly in src/ or in a new folder): add its room to ROOMS here and to docs/architecture.md",
+      severity: "error",
+      from: { path: "^src/", pathNot: `^src/(${Object.keys(ROOMS).join("|")})/` },
+      to: {},
+    },
+    {
       name: "no-circular",
       comment: "an import cycle: two modules (or rooms) that need each other are one concern or a missing interface",
       severity: "error",
