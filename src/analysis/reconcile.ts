@@ -97,52 +97,133 @@ interface Leaf {
   latestSetAt: string | null;
 }
 
+type LocationRow = { id: string; name: string | null; display_path: string | null };
+type SkuRow = { id: string; code: string | null; name: string | null; total_quantity: number | null; last_seen_at: string | null };
+
+/** What reconcile reads from the mirror, once, for the SKUs it checks. */
+interface MirrorState {
+  skus: SkuRow[];
+  locations: Map<string, LocationRow>;
+  /** Leaf -> its root (live roots only). */
+  rootOf: Map<string, string>;
+  /** SKU -> leaf -> state. */
+  leaves: Map<string, Map<string, Leaf>>;
+  historyRows: number;
+  /** SKUs whose detail + history are still to be fetched (queued, or never fetched). */
+  pending: Set<string>;
+  /** When each SKU's detail was last stored: the list row (root quantities, total) may be from another moment. */
+  detailAt: Map<string, string>;
+  /** SKU -> root -> the list's root quantity. */
+  rootQty: Map<string, Map<string, number>>;
+}
+
+/** Leaf sums and unexplained leaf differences, per root and overall, for the advisories' folding. */
+interface LeafTotals {
+  sumByRoot: Map<string, number>;
+  sumTotal: number;
+  diffByRoot: Map<string, number>;
+  diffTotal: number;
+}
+
+/** One SKU's checks. */
+interface SkuCheck {
+  leafMismatches: Mismatch[];
+  aggregates: Mismatch[];
+  /** Leaf quantity sums per root, and over all leaves. */
+  sums: Map<string, number>;
+  total: number;
+  leaves: number;
+  roots: number;
+}
+
 export function reconcile(db: DB, opts: { skuId?: string | null } = {}): ReconcileReport {
   const skuId = opts.skuId ?? null;
+  const state = readMirrorState(db, skuId);
+  const mismatches: Mismatch[] = [];
+  const totals: LeafTotals = { sumByRoot: new Map(), sumTotal: 0, diffByRoot: new Map(), diffTotal: 0 };
+  let skuLeaves = 0;
+  let skuRoots = 0;
+  for (const sku of state.skus) {
+    const check = checkSku(sku, state);
+    skuLeaves += check.leaves;
+    skuRoots += check.roots;
+    addToTotals(totals, check, state.rootOf);
+    mismatches.push(...check.leafMismatches, ...check.aggregates);
+  }
+
+  const advisories = skuId === null ? snapshotAdvisories(db, totals.sumByRoot, totals.sumTotal, totals.diffByRoot, totals.diffTotal) : [];
+  const unexplainedCount = mismatches.filter((m) => !m.explained).length;
+  return {
+    ok: unexplainedCount === 0,
+    checkedAt: new Date().toISOString(),
+    skuId,
+    counts: { skus: state.skus.length, skuLeaves, skuRoots, historyRows: state.historyRows },
+    unexplained: unexplainedCount,
+    explained: mismatches.length - unexplainedCount,
+    mismatches,
+    advisories,
+  };
+}
+
+function readMirrorState(db: DB, skuId: string | null): MirrorState {
   const params = skuId === null ? {} : { skuId };
+  const skuJoin = (alias: string) => `JOIN skus s ON s.id = ${alias}.sku_id AND s.deleted_at IS NULL ${skuId === null ? "" : "AND s.id = @skuId"}`;
   const skus = db
     .prepare(`SELECT id, code, name, total_quantity, last_seen_at FROM skus WHERE deleted_at IS NULL ${skuId === null ? "" : "AND id = @skuId"} ORDER BY code, id`)
-    .all(params) as Array<{ id: string; code: string | null; name: string | null; total_quantity: number | null; last_seen_at: string | null }>;
-
-  const locations = new Map(
-    (db.prepare("SELECT id, name, display_path FROM locations").all() as Array<{ id: string; name: string | null; display_path: string | null }>).map((l) => [l.id, l]),
-  );
+    .all(params) as SkuRow[];
+  const locations = new Map((db.prepare("SELECT id, name, display_path FROM locations").all() as LocationRow[]).map((l) => [l.id, l]));
   const rootOf = new Map(
     (db.prepare(`SELECT a.location_id, a.ancestor_id FROM location_ancestors a JOIN locations r ON r.id = a.ancestor_id AND r.deleted_at IS NULL
       WHERE a.ancestor_depth = 0`).all() as Array<{ location_id: string; ancestor_id: string }>).map((r) => [r.location_id, r.ancestor_id]),
   );
-
-  // SKU -> leaf -> state.
   const leaves = new Map<string, Map<string, Leaf>>();
-  const leafOf = (s: string, l: string): Leaf => {
-    let m = leaves.get(s);
-    if (!m) leaves.set(s, (m = new Map()));
-    let leaf = m.get(l);
-    if (!leaf) {
-      leaf = { locationId: l, quantity: null, status: null, replayedAt: null, name: null, replay: 0, replayReflected: 0, kept: [], rows: 0, latestSetAt: null };
-      m.set(l, leaf);
-    }
-    return leaf;
-  };
-  const skuJoin = `JOIN skus s ON s.id = %.sku_id AND s.deleted_at IS NULL ${skuId === null ? "" : "AND s.id = @skuId"}`;
+  readLeafQuantities(db, skuJoin("q"), params, leaves);
+  const historyRows = replayLeafHistory(db, skuJoin("h"), params, leaves);
+  const pending = new Set(
+    (db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id),
+  );
+  const detailAt = new Map(
+    (db.prepare("SELECT sku_id, fetched_at FROM sku_sync WHERE fetched_at IS NOT NULL").all() as Array<{ sku_id: string; fetched_at: string }>).map((r) => [r.sku_id, r.fetched_at]),
+  );
+  const rootQty = readRootQuantities(db, skuJoin("r"), params);
+  return { skus, locations, rootOf, leaves, historyRows, pending, detailAt, rootQty };
+}
+
+/** The leaf of SKU `s` at location `l`, created empty on first use. */
+function leafOf(leaves: Map<string, Map<string, Leaf>>, s: string, l: string): Leaf {
+  let m = leaves.get(s);
+  if (!m) leaves.set(s, (m = new Map()));
+  let leaf = m.get(l);
+  if (!leaf) {
+    leaf = { locationId: l, quantity: null, status: null, replayedAt: null, name: null, replay: 0, replayReflected: 0, kept: [], rows: 0, latestSetAt: null };
+    m.set(l, leaf);
+  }
+  return leaf;
+}
+
+/** The mirrored quantity and freshness of every SKU × leaf. */
+function readLeafQuantities(db: DB, skuJoin: string, params: object, leaves: Map<string, Map<string, Leaf>>): void {
   for (const q of db
     .prepare(`SELECT q.sku_id, q.location_id, q.quantity, q.freshness_status, q.freshness_last_replayed_at, q.location_name
-      FROM sku_location_quantities q ${skuJoin.replace("%", "q")}`)
+      FROM sku_location_quantities q ${skuJoin}`)
     .iterate(params) as Iterable<{ sku_id: string; location_id: string; quantity: number; freshness_status: string | null; freshness_last_replayed_at: string | null; location_name: string | null }>) {
-    const leaf = leafOf(q.sku_id, q.location_id);
+    const leaf = leafOf(leaves, q.sku_id, q.location_id);
     leaf.quantity = q.quantity;
     leaf.status = q.freshness_status;
     leaf.replayedAt = q.freshness_last_replayed_at;
     leaf.name = q.location_name;
   }
+}
 
+/** Replays every SKU × leaf's mirrored history, oldest first, into its leaf; returns the rows read. */
+function replayLeafHistory(db: DB, skuJoin: string, params: object, leaves: Map<string, Map<string, Leaf>>): number {
   let historyRows = 0;
   for (const h of db
     .prepare(`SELECT h.sku_id, h.location_id, h.occurred_at, h.kind, h.direction, h.quantity, h.observed_quantity
-      FROM history h ${skuJoin.replace("%", "h")} ORDER BY h.sku_id, h.location_id, ${HISTORY_ORDER_SQL}`)
+      FROM history h ${skuJoin} ORDER BY h.sku_id, h.location_id, ${HISTORY_ORDER_SQL}`)
     .iterate(params) as Iterable<ReplayRow & { sku_id: string; location_id: string; occurred_at: string }>) {
     historyRows++;
-    const leaf = leafOf(h.sku_id, h.location_id);
+    const leaf = leafOf(leaves, h.sku_id, h.location_id);
     leaf.rows++;
     leaf.replay = applyRow(leaf.replay, h);
     if (leaf.quantity !== null && leaf.status !== "clean") {
@@ -150,142 +231,146 @@ export function reconcile(db: DB, opts: { skuId?: string | null } = {}): Reconci
     }
     if (h.kind === "set") leaf.latestSetAt = h.occurred_at;
   }
+  return historyRows;
+}
 
-  // SKUs whose detail + history are still to be fetched (queued, or never fetched).
-  const pending = new Set(
-    (db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id),
-  );
-
-  // When each SKU's detail was last stored: the list row (root quantities, total) may be from another moment.
-  const detailAt = new Map(
-    (db.prepare("SELECT sku_id, fetched_at FROM sku_sync WHERE fetched_at IS NOT NULL").all() as Array<{ sku_id: string; fetched_at: string }>).map((r) => [r.sku_id, r.fetched_at]),
-  );
-
+function readRootQuantities(db: DB, skuJoin: string, params: object): Map<string, Map<string, number>> {
   const rootQty = new Map<string, Map<string, number>>();
   for (const r of db
-    .prepare(`SELECT r.sku_id, r.root_location_id, r.quantity FROM sku_root_quantities r ${skuJoin.replace("%", "r")}`)
+    .prepare(`SELECT r.sku_id, r.root_location_id, r.quantity FROM sku_root_quantities r ${skuJoin}`)
     .iterate(params) as Iterable<{ sku_id: string; root_location_id: string; quantity: number }>) {
     let m = rootQty.get(r.sku_id);
     if (!m) rootQty.set(r.sku_id, (m = new Map()));
     m.set(r.root_location_id, r.quantity);
   }
+  return rootQty;
+}
 
-  const mismatches: Mismatch[] = [];
-  let skuLeaves = 0;
-  let skuRoots = 0;
-  // Unexplained leaf differences per root and overall, for the advisories' folding.
-  const leafDiffByRoot = new Map<string, number>();
-  let leafDiffTotal = 0;
-  const leafSumByRoot = new Map<string, number>();
-  let leafSumTotal = 0;
-
-  for (const sku of skus) {
-    const base = { skuId: sku.id, skuCode: sku.code, skuName: sku.name };
-    const skuLeafMap = leaves.get(sku.id) ?? new Map<string, Leaf>();
-    const leafMismatches: Mismatch[] = [];
-    const sums = new Map<string, number>();
-    let total = 0;
-    for (const leaf of skuLeafMap.values()) {
-      skuLeaves++;
-      const found = leaf.quantity ?? 0;
-      if (leaf.quantity !== null) {
-        total += found;
-        const root = rootOf.get(leaf.locationId);
-        if (root !== undefined) sums.set(root, (sums.get(root) ?? 0) + found);
-      }
-      if (sameQuantity(found, leaf.replay)) continue;
-      const notClean = leaf.quantity !== null && leaf.status !== "clean";
-      const loc = locations.get(leaf.locationId);
-      if (notClean) {
-        const n = reflectedCount({ rows: leaf.kept, replayedAt: timeOf(leaf.replayedAt), current: found });
-        leaf.replayReflected = leaf.kept.slice(0, n).reduce(applyRow, 0);
-      }
-      const lagging = notClean && leaf.rows > 0 && sameQuantity(found, leaf.replayReflected);
-      leafMismatches.push({
-        check: "leaf_history",
-        ...base,
-        locationId: leaf.locationId,
-        locationName: loc?.name ?? leaf.name,
-        displayPath: loc?.display_path ?? null,
-        expected: leaf.replay,
-        found,
-        difference: found - leaf.replay,
-        freshnessStatus: leaf.status,
-        explainedByFreshness: notClean,
-        explainedByPendingFetch: false,
-        explained: notClean,
-        explanation: notClean
-          ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` +
-            (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
-          : leaf.quantity === null
-            ? "the history implies stock at a leaf the SKU has no quantity row for"
-            : leaf.rows === 0
-              ? "no history row explains this quantity"
-              : "the replay of the mirrored history differs from the mirrored quantity",
-        alsoDisagrees: [],
-        historyRows: leaf.rows,
-        latestSetAt: leaf.latestSetAt,
-        replayUpToLastReplay: notClean ? leaf.replayReflected : null,
-      });
+/** The leaf_history checks of one SKU, then its root_sum and sku_total checks (folded onto leaf rows that explain them). */
+function checkSku(sku: SkuRow, state: MirrorState): SkuCheck {
+  const base = { skuId: sku.id, skuCode: sku.code, skuName: sku.name };
+  const skuLeafMap = state.leaves.get(sku.id) ?? new Map<string, Leaf>();
+  const leafMismatches: Mismatch[] = [];
+  const sums = new Map<string, number>();
+  let total = 0;
+  for (const leaf of skuLeafMap.values()) {
+    const found = leaf.quantity ?? 0;
+    if (leaf.quantity !== null) {
+      total += found;
+      const root = state.rootOf.get(leaf.locationId);
+      if (root !== undefined) sums.set(root, (sums.get(root) ?? 0) + found);
     }
-
-    const unexplained = leafMismatches.filter((m) => !m.explained);
-    const queued = pending.has(sku.id);
-    const apart = readApart(sku.last_seen_at, detailAt.get(sku.id) ?? null);
-    const aggregateExplanation = (what: string) =>
-      queued
-        ? `${what}; the SKU's detail is still queued for fetching (sku_sync), so its leaf rows are older than its list row`
-        : apart
-          ? `${what}; the list row was read at ${sku.last_seen_at} and the detail at ${detailAt.get(sku.id)}, ${apart} apart: stock that moved in between shows as this difference (the next sync reads both again)`
-          : what;
-    const aggregates: Mismatch[] = [];
-    const roots = new Set<string>([...sums.keys(), ...(rootQty.get(sku.id)?.keys() ?? [])]);
-    for (const root of roots) {
-      skuRoots++;
-      const found = sums.get(root) ?? 0;
-      const expected = rootQty.get(sku.id)?.get(root) ?? 0;
-      if (sameQuantity(found, expected)) continue;
-      const cause = unexplained.filter((m) => rootOf.get(m.locationId!) === root);
-      const loc = locations.get(root);
-      const m: Mismatch = {
-        check: "root_sum", ...base, locationId: root, locationName: loc?.name ?? null, displayPath: loc?.display_path ?? null,
-        expected, found, difference: found - expected, freshnessStatus: null, explainedByFreshness: false,
-        explainedByPendingFetch: queued, explained: queued,
-        explanation: aggregateExplanation("the SKU's leaf quantities under this root do not add up to the list's root quantity"), alsoDisagrees: [],
-      };
-      if (!fold(m, cause)) aggregates.push(m);
-    }
-    if (sku.total_quantity !== null && !sameQuantity(total, sku.total_quantity)) {
-      const m: Mismatch = {
-        check: "sku_total", ...base, locationId: null, locationName: null, displayPath: null,
-        expected: sku.total_quantity, found: total, difference: total - sku.total_quantity, freshnessStatus: null,
-        explainedByFreshness: false, explainedByPendingFetch: queued, explained: queued,
-        explanation: aggregateExplanation("the SKU's leaf quantities do not add up to the list's totalQuantity"), alsoDisagrees: [],
-      };
-      if (!fold(m, unexplained)) aggregates.push(m);
-    }
-    for (const m of unexplained) {
-      const root = rootOf.get(m.locationId!);
-      if (root !== undefined) leafDiffByRoot.set(root, (leafDiffByRoot.get(root) ?? 0) + m.difference);
-      leafDiffTotal += m.difference;
-    }
-    for (const [root, q] of sums) leafSumByRoot.set(root, (leafSumByRoot.get(root) ?? 0) + q);
-    leafSumTotal += total;
-    mismatches.push(...leafMismatches, ...aggregates);
+    const mismatch = leafHistoryMismatch(base, leaf, state.locations);
+    if (mismatch) leafMismatches.push(mismatch);
   }
+  const unexplained = leafMismatches.filter((m) => !m.explained);
+  const explain = aggregateExplainer(sku, state);
+  const queued = state.pending.has(sku.id);
+  const aggregates: Mismatch[] = [];
+  const rootQty = state.rootQty.get(sku.id);
+  const roots = new Set<string>([...sums.keys(), ...(rootQty?.keys() ?? [])]);
+  for (const root of roots) {
+    const m = rootSumMismatch(base, root, sums.get(root) ?? 0, rootQty?.get(root) ?? 0, queued, explain, state.locations);
+    if (m && !fold(m, unexplained.filter((u) => state.rootOf.get(u.locationId!) === root))) aggregates.push(m);
+  }
+  if (sku.total_quantity !== null && !sameQuantity(total, sku.total_quantity)) {
+    const m: Mismatch = {
+      check: "sku_total", ...base, locationId: null, locationName: null, displayPath: null,
+      expected: sku.total_quantity, found: total, difference: total - sku.total_quantity, freshnessStatus: null,
+      explainedByFreshness: false, explainedByPendingFetch: queued, explained: queued,
+      explanation: explain("the SKU's leaf quantities do not add up to the list's totalQuantity"), alsoDisagrees: [],
+    };
+    if (!fold(m, unexplained)) aggregates.push(m);
+  }
+  return { leafMismatches, aggregates, sums, total, leaves: skuLeafMap.size, roots: roots.size };
+}
 
-  const advisories = skuId === null ? snapshotAdvisories(db, leafSumByRoot, leafSumTotal, leafDiffByRoot, leafDiffTotal) : [];
-  const unexplainedCount = mismatches.filter((m) => !m.explained).length;
+/** The leaf_history mismatch of one leaf, or null when the replay equals the mirrored quantity. */
+function leafHistoryMismatch(
+  base: { skuId: string; skuCode: string | null; skuName: string | null },
+  leaf: Leaf,
+  locations: Map<string, LocationRow>,
+): Mismatch | null {
+  const found = leaf.quantity ?? 0;
+  if (sameQuantity(found, leaf.replay)) return null;
+  const notClean = leaf.quantity !== null && leaf.status !== "clean";
+  const loc = locations.get(leaf.locationId);
+  if (notClean) {
+    const n = reflectedCount({ rows: leaf.kept, replayedAt: timeOf(leaf.replayedAt), current: found });
+    leaf.replayReflected = leaf.kept.slice(0, n).reduce(applyRow, 0);
+  }
+  const lagging = notClean && leaf.rows > 0 && sameQuantity(found, leaf.replayReflected);
   return {
-    ok: unexplainedCount === 0,
-    checkedAt: new Date().toISOString(),
-    skuId,
-    counts: { skus: skus.length, skuLeaves, skuRoots, historyRows },
-    unexplained: unexplainedCount,
-    explained: mismatches.length - unexplainedCount,
-    mismatches,
-    advisories,
+    check: "leaf_history",
+    ...base,
+    locationId: leaf.locationId,
+    locationName: loc?.name ?? leaf.name,
+    displayPath: loc?.display_path ?? null,
+    expected: leaf.replay,
+    found,
+    difference: found - leaf.replay,
+    freshnessStatus: leaf.status,
+    explainedByFreshness: notClean,
+    explainedByPendingFetch: false,
+    explained: notClean,
+    explanation: notClean
+      ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` +
+        (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
+      : leaf.quantity === null
+        ? "the history implies stock at a leaf the SKU has no quantity row for"
+        : leaf.rows === 0
+          ? "no history row explains this quantity"
+          : "the replay of the mirrored history differs from the mirrored quantity",
+    alsoDisagrees: [],
+    historyRows: leaf.rows,
+    latestSetAt: leaf.latestSetAt,
+    replayUpToLastReplay: notClean ? leaf.replayReflected : null,
   };
+}
+
+/** Adds to an aggregate check's text why its list row may be newer than its leaf rows (queued, or read apart). */
+function aggregateExplainer(sku: SkuRow, state: MirrorState): (what: string) => string {
+  const queued = state.pending.has(sku.id);
+  const detailAt = state.detailAt.get(sku.id) ?? null;
+  const apart = readApart(sku.last_seen_at, detailAt);
+  return (what) =>
+    queued
+      ? `${what}; the SKU's detail is still queued for fetching (sku_sync), so its leaf rows are older than its list row`
+      : apart
+        ? `${what}; the list row was read at ${sku.last_seen_at} and the detail at ${detailAt}, ${apart} apart: stock that moved in between shows as this difference (the next sync reads both again)`
+        : what;
+}
+
+/** The root_sum mismatch of one SKU × root, or null when the leaf sum equals the list's root quantity. */
+function rootSumMismatch(
+  base: { skuId: string; skuCode: string | null; skuName: string | null },
+  root: string,
+  found: number,
+  expected: number,
+  queued: boolean,
+  explain: (what: string) => string,
+  locations: Map<string, LocationRow>,
+): Mismatch | null {
+  if (sameQuantity(found, expected)) return null;
+  const loc = locations.get(root);
+  return {
+    check: "root_sum", ...base, locationId: root, locationName: loc?.name ?? null, displayPath: loc?.display_path ?? null,
+    expected, found, difference: found - expected, freshnessStatus: null, explainedByFreshness: false,
+    explainedByPendingFetch: queued, explained: queued,
+    explanation: explain("the SKU's leaf quantities under this root do not add up to the list's root quantity"), alsoDisagrees: [],
+  };
+}
+
+/** Adds one SKU's leaf sums and unexplained leaf differences to the totals the advisories compare with. */
+function addToTotals(totals: LeafTotals, check: SkuCheck, rootOf: Map<string, string>): void {
+  for (const m of check.leafMismatches) {
+    if (m.explained) continue;
+    const root = rootOf.get(m.locationId!);
+    if (root !== undefined) totals.diffByRoot.set(root, (totals.diffByRoot.get(root) ?? 0) + m.difference);
+    totals.diffTotal += m.difference;
+  }
+  for (const [root, q] of check.sums) totals.sumByRoot.set(root, (totals.sumByRoot.get(root) ?? 0) + q);
+  totals.sumTotal += check.total;
 }
 
 /** If the aggregate's difference is exactly the leaf rows' differences, credit it to them. */

@@ -70,6 +70,10 @@ interface Key {
   rows: Array<ReplayRow & { t: number }>;
 }
 
+type InScope = ((locationId: string) => boolean) | null;
+
+const keyOf = (s: string, l: string) => `${s}\u0000${l}`;
+
 export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
   if (!Number.isFinite(opts.at)) throw new ConfigError("the timestamp is not a valid date");
   const at = opts.at;
@@ -78,27 +82,38 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
   if (skuId !== null && !db.prepare("SELECT 1 FROM skus WHERE id = ? AND deleted_at IS NULL").get(skuId)) {
     throw new ConfigError(`no current SKU with id ${skuId} in this database`);
   }
-  let location: StockAtResult["location"] = null;
-  let inScope: ((locationId: string) => boolean) | null = null;
-  if (opts.locationId) {
-    const loc = db
-      .prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? AND deleted_at IS NULL")
-      .get(opts.locationId) as { id: string; name: string | null; display_path: string | null; depth: number | null } | undefined;
-    if (!loc) throw new ConfigError(`no current location with id ${opts.locationId} in this database (see the locations table)`);
-    const under = new Set(
-      (db.prepare("SELECT location_id FROM location_ancestors WHERE ancestor_id = ?").all(loc.id) as Array<{ location_id: string }>).map((r) => r.location_id),
-    );
-    under.add(loc.id);
-    const leafCount = (db
-      .prepare(`SELECT count(*) AS n FROM location_ancestors a JOIN locations l ON l.id = a.location_id
-        WHERE a.ancestor_id = ? AND l.is_leaf = 1 AND l.deleted_at IS NULL`)
-      .get(loc.id) as { n: number }).n;
-    location = { id: loc.id, name: loc.name, displayPath: loc.display_path, depth: loc.depth, leaves: leafCount };
-    inScope = (id) => under.has(id);
-  }
+  const { location, inScope } = opts.locationId ? locationScope(db, opts.locationId) : { location: null, inScope: null };
+  const keys = readCurrentQuantities(db, skuId, inScope);
+  readUnreflectedRows(db, keys);
+  readRowsAfter(db, at, skuId, inScope, keys);
+  const leaves = leavesAt(db, keys.values(), at);
+  const skus = sumPerSku(leaves);
+  return { at: new Date(at).toISOString(), location, skuId, leaves, skus, total: leaves.reduce((n, l) => n + l.quantity, 0) };
+}
 
+/** The location `--location` names, with its leaf count, and a test for the locations under it (itself included). */
+function locationScope(db: DB, locationId: string): { location: StockAtResult["location"]; inScope: InScope } {
+  const loc = db
+    .prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? AND deleted_at IS NULL")
+    .get(locationId) as { id: string; name: string | null; display_path: string | null; depth: number | null } | undefined;
+  if (!loc) throw new ConfigError(`no current location with id ${locationId} in this database (see the locations table)`);
+  const under = new Set(
+    (db.prepare("SELECT location_id FROM location_ancestors WHERE ancestor_id = ?").all(loc.id) as Array<{ location_id: string }>).map((r) => r.location_id),
+  );
+  under.add(loc.id);
+  const leafCount = (db
+    .prepare(`SELECT count(*) AS n FROM location_ancestors a JOIN locations l ON l.id = a.location_id
+      WHERE a.ancestor_id = ? AND l.is_leaf = 1 AND l.deleted_at IS NULL`)
+    .get(loc.id) as { n: number }).n;
+  return {
+    location: { id: loc.id, name: loc.name, displayPath: loc.display_path, depth: loc.depth, leaves: leafCount },
+    inScope: (id) => under.has(id),
+  };
+}
+
+/** One key per current SKU × leaf in scope, holding its mirrored quantity and freshness. */
+function readCurrentQuantities(db: DB, skuId: string | null, inScope: InScope): Map<string, Key> {
   const keys = new Map<string, Key>();
-  const keyOf = (s: string, l: string) => `${s}\u0000${l}`;
   const skuFilter = skuId === null ? "" : "AND q.sku_id = @skuId";
   const current = db
     .prepare(`SELECT q.sku_id, q.location_id, q.quantity, q.freshness_status, q.freshness_last_replayed_at
@@ -113,16 +128,21 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
       notClean: c.freshness_status !== "clean", replayedAt: timeOf(c.freshness_last_replayed_at), rows: [],
     });
   }
+  return keys;
+}
 
-  // Non-clean leaves: every row (the unreflected ones may be older than `at`).
+/** Non-clean leaves: every row (the unreflected ones may be older than `at`). */
+function readUnreflectedRows(db: DB, keys: Map<string, Key>): void {
   const allRows = db.prepare(`SELECT h.occurred_at, h.kind, h.direction, h.quantity, h.observed_quantity FROM history h
     WHERE h.sku_id = ? AND h.location_id = ? ORDER BY ${HISTORY_ORDER_SQL}`);
   for (const k of keys.values()) {
     if (!k.notClean) continue;
     k.rows = (allRows.all(k.skuId, k.locationId) as Array<ReplayRow & { occurred_at: string }>).map((r) => ({ ...r, t: timeOf(r.occurred_at) }));
   }
+}
 
-  // Everywhere else: only rows that may be after `at`.
+/** Everywhere else: only rows after `at` (a SKU × leaf with history but no quantity row now gets a key holding 0). */
+function readRowsAfter(db: DB, at: number, skuId: string | null, inScope: InScope, keys: Map<string, Key>): void {
   const histSkuFilter = skuId === null ? "" : "AND h.sku_id = @skuId";
   const later = db.prepare(`SELECT h.sku_id, h.location_id, h.occurred_at, h.kind, h.direction, h.quantity, h.observed_quantity
     FROM history h JOIN skus s ON s.id = h.sku_id AND s.deleted_at IS NULL
@@ -144,21 +164,30 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
     if (k.notClean) continue;
     k.rows.push({ kind: r.kind, direction: r.direction, quantity: r.quantity, observed_quantity: r.observed_quantity, t });
   }
+}
 
+/** One key's balance at `at`: the unreflected rows applied, then every row after `at` undone, newest first. */
+function balanceAt(k: Key, at: number): { balance: number; undone: number } {
+  let balance = k.current;
+  if (k.notClean) {
+    for (let i = reflectedCount(k); i < k.rows.length; i++) balance = applyRow(balance, k.rows[i]!);
+  }
+  let undone = 0;
+  for (let i = k.rows.length - 1; i >= 0; i--) {
+    const r = k.rows[i]!;
+    if (!(r.t > at)) continue;
+    balance = undoRow(balance, r);
+    undone++;
+  }
+  return { balance, undone };
+}
+
+/** The non-zero balances at `at`, named, by SKU code then display path. */
+function leavesAt(db: DB, keys: Iterable<Key>, at: number): StockAtLeaf[] {
   const names = nameLookup(db);
   const leaves: StockAtLeaf[] = [];
-  for (const k of keys.values()) {
-    let balance = k.current;
-    if (k.notClean) {
-      for (let i = reflectedCount(k); i < k.rows.length; i++) balance = applyRow(balance, k.rows[i]!);
-    }
-    let undone = 0;
-    for (let i = k.rows.length - 1; i >= 0; i--) {
-      const r = k.rows[i]!;
-      if (!(r.t > at)) continue;
-      balance = undoRow(balance, r);
-      undone++;
-    }
+  for (const k of keys) {
+    const { balance, undone } = balanceAt(k, at);
     if (sameQuantity(balance, 0)) continue;
     const n = names(k.skuId, k.locationId);
     leaves.push({
@@ -167,7 +196,11 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
     });
   }
   leaves.sort((a, b) => cmp(a.skuCode ?? a.skuId, b.skuCode ?? b.skuId) || cmp(a.displayPath ?? a.locationId, b.displayPath ?? b.locationId) || cmp(a.locationId, b.locationId));
+  return leaves;
+}
 
+/** The leaves summed per SKU (non-zero sums only), in the leaves' order. */
+function sumPerSku(leaves: StockAtLeaf[]): StockAtSku[] {
   const bySku = new Map<string, StockAtSku>();
   for (const l of leaves) {
     const s = bySku.get(l.skuId) ?? { skuId: l.skuId, skuCode: l.skuCode, skuName: l.skuName, quantity: 0, leaves: 0 };
@@ -175,8 +208,7 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
     s.leaves++;
     bySku.set(l.skuId, s);
   }
-  const skus = [...bySku.values()].filter((s) => !sameQuantity(s.quantity, 0));
-  return { at: new Date(at).toISOString(), location, skuId, leaves, skus, total: leaves.reduce((n, l) => n + l.quantity, 0) };
+  return [...bySku.values()].filter((s) => !sameQuantity(s.quantity, 0));
 }
 
 function cmp(a: string, b: string): number {

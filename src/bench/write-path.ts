@@ -8,7 +8,7 @@
  * (openDatabase, the Store, tuneWriter), the history's BI indexes deferred as runSync does
  * (Store.deferHistoryIndexes), every SKU listed through savePage first, then each SKU saved
  * with Store.saveSku (detail with 3 leaves + its history rows, row identity hashed), `--group`
- * SKUs per transaction as the group commit does, and the indexes built at the end. Timed:
+ * SKUs per COMMIT through the store's group commit (Store.grouped), and the indexes built at the end. Timed:
  * the saveSku calls, their commits and the index build (rowsPerS includes it); not timed:
  * generating the rows and listing the SKUs.
  *
@@ -19,8 +19,9 @@
  * Also measured, for what limits the figure (first --ceiling-rows rows, fresh databases):
  * - the store path with the indexes maintained row by row (an incremental sync's case);
  * - SQLite's own ceiling: the same rows by one prepared positional INSERT in transactions of
- *   1,600 rows (no hashing, no other table), with all of the history's indexes, and with its
- *   primary key only.
+ *   1,600 rows (no hashing, no other table; identity and copy ordinal computed beforehand,
+ *   untimed), with all of the history's indexes, and with its primary key only
+ *   (src/store/bench-writes.ts).
  * Prints one JSON line.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -28,10 +29,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import type { DetailResponse, HistoryRow, ListItem } from "../core/api-schemas.js";
-import { openDatabase } from "../store/db.js";
-import { historyRowKey, Store } from "../store/store.js";
+import { rawHistoryWriter, type RawHistoryRow } from "../store/bench-writes.js";
+import { openDatabase, type DB } from "../store/db.js";
+import { historyCopies, Store, type RunState } from "../store/store.js";
 import { tuneWriter } from "../sync/sync.js";
-import { planFull } from "../sync/planner.js";
+import { planFull, type Planner } from "../sync/planner.js";
 import { mulberry32 } from "../simulator/prng.js";
 
 const { values } = parseArgs({
@@ -90,33 +92,47 @@ function skuAt(i: number, withHistory = true): { item: ListItem; detail: DetailR
   return { item, detail, history };
 }
 
-const dir = mkdtempSync(join(tmpdir(), "im-bench-write-"));
-try {
-  // ---- the store path
-  const db = openDatabase(join(dir, "store.db"));
+type Generated = ReturnType<typeof skuAt>;
+type Timed = { rows: number; ms: number; rowsPerS: number };
+
+/** A fresh mirror database opened and tuned by the sync's own code, its workspace bound and a full run started. */
+function freshStore(path: string): { db: DB; store: Store; run: RunState } {
+  const db = openDatabase(path);
   tuneWriter(db, 64 * 1024 * 1024);
   const store = new Store(db);
   store.bindWorkspace({ workspace: { id: "bench", name: "bench" }, scope: "read" });
-  const run = store.startRun("full");
+  return { db, store, run: store.startRun("full") };
+}
+
+/** Lists SKUs 0 … skus − 1 through savePage, 100 per page, as the list walk does. */
+function listSkus(store: Store, run: RunState, skus: number, planner: () => Planner): void {
+  for (let p = 0; p < skus; p += 100) {
+    const page = Array.from({ length: Math.min(100, skus - p) }, (_, k) => skuAt(p + k, false).item);
+    store.savePage(run, page, p + 100 < skus ? `c${p}` : null, planner());
+  }
+}
+
+/** Saves one group of SKUs through the store's group commit (one COMMIT for the group); returns the rows added. */
+async function saveGroup(store: Store, run: RunState, batch: Generated[]): Promise<number> {
+  const saved = batch.map((g) => store.grouped(() => store.saveSku(run, g.item.id, g.detail, g.history, true)));
+  return (await Promise.all(saved)).reduce((n, s) => n + s.rowsAdded, 0);
+}
+
+/** The store path as a backfill runs it, the history's BI indexes deferred and built at the end (timed). */
+async function storePath(dir: string) {
+  const { db, store, run } = freshStore(join(dir, "store.db"));
   const planner = planFull(run);
   // As the sync's backfill does (store.ts): the history's BI indexes are built once, at the end, and that build is timed.
   const deferred = store.deferHistoryIndexes(run);
   // Every SKU is listed first (as the list walk does), then saved: only saving is timed.
-  for (let p = 0; p < SKUS; p += 100) {
-    const page = Array.from({ length: Math.min(100, SKUS - p) }, (_, k) => skuAt(p + k, false).item);
-    store.savePage(run, page, p + 100 < SKUS ? `c${p}` : null, planner);
-  }
+  listSkus(store, run, SKUS, () => planner);
   let rows = 0;
   let storeMs = 0;
   let msAtCeiling: number | null = null;
-  type Generated = ReturnType<typeof skuAt>;
-  const save = db.transaction((batch: Generated[]) => {
-    for (const g of batch) rows += store.saveSku(run, g.item.id, g.detail, g.history, true).rowsAdded;
-  });
   for (let i = 0; i < SKUS; i += GROUP) {
     const batch = Array.from({ length: Math.min(GROUP, SKUS - i) }, (_, k) => skuAt(i + k));
     const t = performance.now();
-    save(batch);
+    rows += await saveGroup(store, run, batch);
     storeMs += performance.now() - t;
     if (msAtCeiling === null && rows >= CEILING_ROWS) msAtCeiling = storeMs;
   }
@@ -124,73 +140,66 @@ try {
   store.restoreHistoryIndexes();
   const indexBuildMs = performance.now() - tIdx;
   db.close();
+  return { rows, deferred, storeMs, msAtCeiling, indexBuildMs };
+}
 
-  // ---- the store path with the indexes maintained row by row (an incremental sync's case), first CEILING_ROWS rows
-  const maintained = (() => {
-    const d = openDatabase(join(dir, "maintained.db"));
-    tuneWriter(d, 64 * 1024 * 1024);
-    const st = new Store(d);
-    st.bindWorkspace({ workspace: { id: "bench", name: "bench" }, scope: "read" });
-    const r = st.startRun("full");
-    const skus = Math.ceil(CEILING_ROWS / PER_SKU);
-    for (let p = 0; p < skus; p += 100) {
-      st.savePage(r, Array.from({ length: Math.min(100, skus - p) }, (_, k) => skuAt(p + k, false).item), `c${p}`, planFull(r));
-    }
-    let n = 0;
-    let ms = 0;
-    const saveBatch = d.transaction((batch: Array<ReturnType<typeof skuAt>>) => {
-      for (const g of batch) n += st.saveSku(r, g.item.id, g.detail, g.history, true).rowsAdded;
-    });
-    for (let i = 0; i < skus; i += GROUP) {
-      const batch = Array.from({ length: Math.min(GROUP, skus - i) }, (_, k) => skuAt(i + k));
-      const t = performance.now();
-      saveBatch(batch);
-      ms += performance.now() - t;
-    }
-    d.close();
-    return { rows: n, ms, rowsPerS: (n * 1000) / ms };
-  })();
-
-  // ---- SQLite's ceiling for the same rows and schema: one positional INSERT, no hashing, nothing else
-  const ceiling = (withIndexes: boolean) => {
-    const d = openDatabase(join(dir, withIndexes ? "raw.db" : "raw-pk.db"));
-    tuneWriter(d, 64 * 1024 * 1024);
-    if (!withIndexes) for (const { name } of d.prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'history' AND sql IS NOT NULL").all() as Array<{ name: string }>) d.exec(`DROP INDEX ${name}`);
-    const ins = d.prepare(`INSERT OR IGNORE INTO history (sku_id, row_key, kind, occurred_at, direction, quantity, location_id,
-      location_name, location_code, event_id, event_type_code, event_type_name, set_session_id, set_type_code, observed_quantity, note, first_seen_run_id)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`);
-    const flat: unknown[][] = [];
-    for (let i = 0; flat.length < CEILING_ROWS && i < SKUS; i++) {
-      const g = skuAt(i);
-      for (const r of g.history) {
-        flat.push([g.item.id, historyRowKey(r), r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode, r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note]);
-        if (flat.length >= CEILING_ROWS) break;
-      }
-    }
-    const batch = d.transaction((rs: unknown[][]) => {
-      for (const r of rs) ins.run(...r);
-    });
+/** The store path with the indexes maintained row by row (an incremental sync's case), first CEILING_ROWS rows. */
+async function storePathIndexesMaintained(dir: string): Promise<Timed> {
+  const { db, store, run } = freshStore(join(dir, "maintained.db"));
+  const skus = Math.ceil(CEILING_ROWS / PER_SKU);
+  listSkus(store, run, skus, () => planFull(run));
+  let n = 0;
+  let ms = 0;
+  for (let i = 0; i < skus; i += GROUP) {
+    const batch = Array.from({ length: Math.min(GROUP, skus - i) }, (_, k) => skuAt(i + k));
     const t = performance.now();
-    for (let i = 0; i < flat.length; i += 1_600) batch(flat.slice(i, i + 1_600));
-    const ms = performance.now() - t;
-    d.close();
-    return { rows: flat.length, ms, rowsPerS: (flat.length * 1000) / ms };
-  };
-  const raw = ceiling(true);
-  const rawPk = ceiling(false);
+    n += await saveGroup(store, run, batch);
+    ms += performance.now() - t;
+  }
+  db.close();
+  return { rows: n, ms, rowsPerS: (n * 1000) / ms };
+}
+
+/** SQLite's ceiling for the same rows and schema: one positional INSERT, no hashing, nothing else (1,600 rows per transaction). */
+function sqliteCeiling(dir: string, withIndexes: boolean): Timed {
+  const d = openDatabase(join(dir, withIndexes ? "raw.db" : "raw-pk.db"));
+  tuneWriter(d, 64 * 1024 * 1024);
+  const writer = rawHistoryWriter(d, { withIndexes });
+  const flat: RawHistoryRow[] = [];
+  for (let i = 0; flat.length < CEILING_ROWS && i < SKUS; i++) {
+    const g = skuAt(i);
+    const keys = historyCopies(g.history);
+    for (const [k, row] of g.history.entries()) {
+      flat.push({ skuId: g.item.id, rowKey: keys[k]!.rowKey, dupIndex: keys[k]!.dupIndex, row });
+      if (flat.length >= CEILING_ROWS) break;
+    }
+  }
+  const t = performance.now();
+  for (let i = 0; i < flat.length; i += 1_600) writer.insertBatch(flat.slice(i, i + 1_600));
+  const ms = performance.now() - t;
+  d.close();
+  return { rows: flat.length, ms, rowsPerS: (flat.length * 1000) / ms };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "im-bench-write-"));
+try {
+  const store = await storePath(dir);
+  const maintained = await storePathIndexesMaintained(dir);
+  const raw = sqliteCeiling(dir, true);
+  const rawPk = sqliteCeiling(dir, false);
   process.stdout.write(
     JSON.stringify({
-      rows,
+      rows: store.rows,
       skus: SKUS,
       rowsPerSku: PER_SKU,
       group: GROUP,
-      deferredIndexes: deferred,
-      saveMs: storeMs,
-      indexBuildMs,
-      rowsPerS: (rows * 1000) / (storeMs + indexBuildMs),
+      deferredIndexes: store.deferred,
+      saveMs: store.storeMs,
+      indexBuildMs: store.indexBuildMs,
+      rowsPerS: (store.rows * 1000) / (store.storeMs + store.indexBuildMs),
       firstRows: CEILING_ROWS,
       /** Save rate over the first CEILING_ROWS rows (without the index build), to set beside the ceilings below. */
-      firstRowsSavePerS: msAtCeiling ? (CEILING_ROWS * 1000) / msAtCeiling : null,
+      firstRowsSavePerS: store.msAtCeiling ? (CEILING_ROWS * 1000) / store.msAtCeiling : null,
       storeIndexesMaintained: maintained,
       rawAllIndexes: raw,
       rawPrimaryKeyOnly: rawPk,

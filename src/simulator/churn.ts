@@ -40,19 +40,66 @@ const OPS: readonly (readonly [Op, number])[] = [
 /** Per picked SKU, the chance that a brand-new SKU is also added (and receives stock). */
 const ADD_CHANCE = 0.05;
 
+/** What every churn operation works with. */
+interface Churn {
+  model: SimModel;
+  rng: Rng;
+  summary: ChurnSummary;
+  allLeaves: readonly number[];
+  leafId(leaf: number): string;
+  /** A receipt of 1–30 at `leaf`: the fallback of an operation that finds nothing to act on. */
+  receipt(id: string, leaf: number): void;
+}
+
+/** The SKU an operation acts on, with the projections it may choose from. */
+interface Target {
+  id: string;
+  sku: SkuState;
+  /** Projections with stock at an active leaf. */
+  stocked: SkuState["projections"];
+  /** Projections with at least one history row. */
+  withRows: SkuState["projections"];
+}
+
 export function randomChurn(model: SimModel, fraction: number, rng: Rng): ChurnSummary {
   if (!(fraction >= 0 && fraction <= 1)) throw new RangeError(`fraction must be in [0, 1], got ${fraction}`);
-  const ids = model.skuIds();
+  const picked = pickSkus(model.skuIds(), fraction, rng);
+  const summary = emptySummary(fraction, picked.length);
+  const churn = churnContext(model, rng, summary);
+  const changed = new Set<string>();
+  const state = model.state;
+  for (const id of picked) {
+    const sku = state.byId.get(id) as SkuState;
+    const stocked = sku.projections.filter((p) => p.balance > 0 && state.locations[p.leaf]!.active);
+    const withRows = sku.projections.filter((p) => p.rowCount > 0);
+    const op = rng.weighted(OPS);
+    changed.add(id);
+    APPLY[op](churn, { id, sku, stocked, withRows });
+    if (rng.chance(ADD_CHANCE)) {
+      const added = model.addSku();
+      churn.receipt(added, rng.pick(churn.allLeaves));
+      summary.added.push(added);
+      changed.add(added);
+    }
+  }
+  summary.changedSkuIds = [...changed].sort();
+  return summary;
+}
+
+/** `fraction` of the SKUs (at least one when the fraction is not 0), distinct, by a partial Fisher–Yates shuffle. */
+function pickSkus(ids: string[], fraction: number, rng: Rng): string[] {
   const k = fraction > 0 && ids.length > 0 ? Math.max(1, Math.round(fraction * ids.length)) : 0;
-  // Partial Fisher–Yates: k distinct SKUs.
   for (let i = 0; i < k; i++) {
     const j = i + rng.int(ids.length - i);
     [ids[i], ids[j]] = [ids[j]!, ids[i]!];
   }
-  const picked = ids.slice(0, k);
-  const summary: ChurnSummary = {
+  return ids.slice(0, k);
+}
+
+function emptySummary(fraction: number, picked: number): ChurnSummary {
+  return {
     fraction,
-    picked: k,
+    picked,
     movements: 0,
     sets: 0,
     transfers: 0,
@@ -64,94 +111,88 @@ export function randomChurn(model: SimModel, fraction: number, rng: Rng): ChurnS
     added: [],
     changedSkuIds: [],
   };
-  const changed = new Set<string>();
+}
+
+function churnContext(model: SimModel, rng: Rng, summary: ChurnSummary): Churn {
   const state = model.state;
   const leafId = (leaf: number): string => state.locations[leaf]!.id;
-  const allLeaves = state.leaves;
-
-  const receipt = (id: string, leaf: number): void => {
-    model.movement(id, leafId(leaf), rng.range(1, 30));
-    summary.movements++;
+  return {
+    model,
+    rng,
+    summary,
+    allLeaves: state.leaves,
+    leafId,
+    receipt(id, leaf) {
+      model.movement(id, leafId(leaf), rng.range(1, 30));
+      summary.movements++;
+    },
   };
-
-  for (const id of picked) {
-    const sku = state.byId.get(id) as SkuState;
-    const stocked = sku.projections.filter((p) => p.balance > 0 && state.locations[p.leaf]!.active);
-    const withRows = sku.projections.filter((p) => p.rowCount > 0);
-    const op = rng.weighted(OPS);
-    changed.add(id);
-    switch (op) {
-      case "movement":
-        if (stocked.length && rng.chance(0.5)) {
-          const p = rng.pick(stocked);
-          model.movement(id, leafId(p.leaf), -rng.range(1, p.balance));
-          summary.movements++;
-        } else receipt(id, withRows.length && rng.chance(0.8) ? rng.pick(withRows).leaf : rng.pick(allLeaves));
-        break;
-      case "set": {
-        const leaf = withRows.length ? rng.pick(withRows).leaf : rng.pick(allLeaves);
-        const before = model.balance(id, leafId(leaf));
-        // About a third confirm the count they find (a delta-0 row).
-        model.set(id, leafId(leaf), rng.chance(0.35) ? before : Math.max(0, before + rng.range(-5, 5)));
-        summary.sets++;
-        break;
-      }
-      case "transfer": {
-        const pairs = stocked.flatMap((p) =>
-          allLeaves.filter((l) => l !== p.leaf && state.locations[l]!.root === state.locations[p.leaf]!.root).map((to) => [p, to] as const),
-        );
-        if (!pairs.length) {
-          receipt(id, rng.pick(allLeaves));
-          break;
-        }
-        const [from, to] = rng.pick(pairs);
-        model.transfer(id, leafId(from.leaf), leafId(to), rng.range(1, from.balance));
-        summary.transfers++;
-        break;
-      }
-      case "late": {
-        const leaf = withRows.length ? rng.pick(withRows).leaf : rng.pick(allLeaves);
-        const agoMs = rng.range(1, 30 * 86_400_000);
-        try {
-          // Mostly late receipts; a late outflow is tried but refused when it would dip below zero.
-          model.lateRow(id, leafId(leaf), rng.chance(0.3) ? -rng.range(1, 3) : rng.range(1, 10), agoMs);
-        } catch (err) {
-          if (!(err instanceof RangeError)) throw err;
-          model.lateRow(id, leafId(leaf), rng.range(1, 10), agoMs);
-        }
-        summary.lateRows++;
-        break;
-      }
-      case "dirty": {
-        const leaf = withRows.length ? rng.pick(withRows).leaf : rng.pick(allLeaves);
-        model.markDirty(id, leafId(leaf), rng.pick(FRESHNESS_NOT_CLEAN));
-        summary.dirtied++;
-        // A dirty projection only shows once something is not reflected.
-        receipt(id, leaf);
-        break;
-      }
-      case "settle": {
-        const n = model.settle(id);
-        if (n) summary.settled += n;
-        else receipt(id, rng.pick(allLeaves));
-        break;
-      }
-      case "rename":
-        model.renameSku(id, `${sku.name} (rev ${rng.range(2, 9)})`);
-        summary.renamed.push(id);
-        break;
-      case "remove":
-        model.removeSku(id);
-        summary.removed.push(id);
-        break;
-    }
-    if (rng.chance(ADD_CHANCE)) {
-      const added = model.addSku();
-      receipt(added, rng.pick(allLeaves));
-      summary.added.push(added);
-      changed.add(added);
-    }
-  }
-  summary.changedSkuIds = [...changed].sort();
-  return summary;
 }
+
+/** A leaf the SKU has history at, or any leaf when it has none. */
+function leafWithRows(c: Churn, t: Target): number {
+  return t.withRows.length ? c.rng.pick(t.withRows).leaf : c.rng.pick(c.allLeaves);
+}
+
+/** Each operation, in the model's own mutations. The order of the rng calls is part of the seed's meaning: keep it. */
+const APPLY: Record<Op, (c: Churn, t: Target) => void> = {
+  movement(c, t) {
+    if (t.stocked.length && c.rng.chance(0.5)) {
+      const p = c.rng.pick(t.stocked);
+      c.model.movement(t.id, c.leafId(p.leaf), -c.rng.range(1, p.balance));
+      c.summary.movements++;
+    } else c.receipt(t.id, t.withRows.length && c.rng.chance(0.8) ? c.rng.pick(t.withRows).leaf : c.rng.pick(c.allLeaves));
+  },
+  set(c, t) {
+    const leaf = leafWithRows(c, t);
+    const before = c.model.balance(t.id, c.leafId(leaf));
+    // About a third confirm the count they find (a delta-0 row).
+    c.model.set(t.id, c.leafId(leaf), c.rng.chance(0.35) ? before : Math.max(0, before + c.rng.range(-5, 5)));
+    c.summary.sets++;
+  },
+  transfer(c, t) {
+    const locations = c.model.state.locations;
+    const pairs = t.stocked.flatMap((p) =>
+      c.allLeaves.filter((l) => l !== p.leaf && locations[l]!.root === locations[p.leaf]!.root).map((to) => [p, to] as const),
+    );
+    if (!pairs.length) {
+      c.receipt(t.id, c.rng.pick(c.allLeaves));
+      return;
+    }
+    const [from, to] = c.rng.pick(pairs);
+    c.model.transfer(t.id, c.leafId(from.leaf), c.leafId(to), c.rng.range(1, from.balance));
+    c.summary.transfers++;
+  },
+  late(c, t) {
+    const leaf = leafWithRows(c, t);
+    const agoMs = c.rng.range(1, 30 * 86_400_000);
+    try {
+      // Mostly late receipts; a late outflow is tried but refused when it would dip below zero.
+      c.model.lateRow(t.id, c.leafId(leaf), c.rng.chance(0.3) ? -c.rng.range(1, 3) : c.rng.range(1, 10), agoMs);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      c.model.lateRow(t.id, c.leafId(leaf), c.rng.range(1, 10), agoMs);
+    }
+    c.summary.lateRows++;
+  },
+  dirty(c, t) {
+    const leaf = leafWithRows(c, t);
+    c.model.markDirty(t.id, c.leafId(leaf), c.rng.pick(FRESHNESS_NOT_CLEAN));
+    c.summary.dirtied++;
+    // A dirty projection only shows once something is not reflected.
+    c.receipt(t.id, leaf);
+  },
+  settle(c, t) {
+    const n = c.model.settle(t.id);
+    if (n) c.summary.settled += n;
+    else c.receipt(t.id, c.rng.pick(c.allLeaves));
+  },
+  rename(c, t) {
+    c.model.renameSku(t.id, `${t.sku.name} (rev ${c.rng.range(2, 9)})`);
+    c.summary.renamed.push(t.id);
+  },
+  remove(c, t) {
+    c.model.removeSku(t.id);
+    c.summary.removed.push(t.id);
+  },
+};

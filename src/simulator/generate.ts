@@ -310,6 +310,25 @@ function shuffled<T>(rng: Rng, items: readonly T[]): T[] {
   return out;
 }
 
+/** One SKU's history while it is written: the rows so far, the time of the next event, each chosen leaf's balance. */
+interface HistoryWriter {
+  rng: Rng;
+  state: WorkspaceState;
+  sku: SkuState;
+  rows: Row[];
+  /** The leaves this SKU's history uses. */
+  leaves: number[];
+  bal: Map<number, number>;
+  /** occurredAt of the event being written (epoch ms). */
+  t: number;
+  /** Rows still to write, counted before the event being written. */
+  remaining: number;
+  /** Leaves with stock (shipment and transfer only). */
+  stocked: number[];
+  /** Stocked leaf → other leaf under the same root (transfer only). */
+  transferPairs: Array<readonly [number, number]>;
+}
+
 function generateHistory(
   rng: Rng,
   state: WorkspaceState,
@@ -317,92 +336,100 @@ function generateHistory(
   sku: SkuState,
   target: number,
 ): Row[] {
-  const rows: Row[] = [];
-  if (target === 0) return rows;
+  if (target === 0) return [];
   const leaves = chooseLeaves(rng, state, leavesByRoot);
-  const bal = new Map<number, number>(leaves.map((l) => [l, 0]));
   const spanMs = (30 + rng.int(336)) * DAY;
   const meanGap = spanMs / (target + 1);
-  let t = TIMELINE_END - spanMs;
-  const rootOf = (leaf: number): number => state.locations[leaf]!.root;
-
-  const movement = (leaf: number, type: EventTypeKey, signed: number, ref: number, note: string | null): void => {
-    rows.push({ seq: state.nextSeq++, t, leaf, kind: "movement", type, amount: Math.abs(signed), delta: signed, ref, note });
-    bal.set(leaf, bal.get(leaf)! + signed);
+  const w: HistoryWriter = {
+    rng, state, sku, rows: [], leaves, bal: new Map<number, number>(leaves.map((l) => [l, 0])),
+    t: TIMELINE_END - spanMs, remaining: target, stocked: [], transferPairs: [],
   };
-
-  while (rows.length < target) {
-    const remaining = target - rows.length;
-    const prev = t;
-    t += Math.floor(meanGap * -Math.log(1 - rng.next()));
-    // Many events are stamped on the whole second: rows of different events (and SKUs) then share an occurredAt.
-    if (rng.chance(0.4)) t = Math.floor(t / 1000) * 1000;
-    t = Math.min(TIMELINE_END, Math.max(prev, t));
-
-    let action: Action = rows.length === 0 ? "receipt" : rng.weighted(ACTIONS);
-    // Only built when the action needs them: this loop runs ~1.2 M times at 100k SKUs.
-    const stocked = action === "shipment" || action === "transfer" ? leaves.filter((l) => bal.get(l)! > 0) : [];
-    const transferPairs =
-      action === "transfer" && remaining >= 2
-        ? stocked.flatMap((a) => leaves.filter((b) => b !== a && rootOf(b) === rootOf(a)).map((b) => [a, b] as const))
-        : [];
-    if (action === "batch" && (remaining < 2 || leaves.length < 2)) action = "receipt";
-    if (action === "shipment" && stocked.length === 0) action = "receipt";
-    if (action === "transfer" && transferPairs.length === 0) action = "receipt";
-
-    switch (action) {
-      case "receipt":
-        movement(rng.pick(leaves), "receipt", rng.range(5, 60), sku.nextRef++, receiptNote(rng));
-        break;
-      case "batch": {
-        // One delivery split over two shelves: separate events, same second.
-        const [a, b] = shuffled(rng, leaves);
-        movement(a!, "receipt", rng.range(5, 40), sku.nextRef++, receiptNote(rng));
-        movement(b!, "receipt", rng.range(5, 40), sku.nextRef++, receiptNote(rng));
-        break;
-      }
-      case "shipment": {
-        const leaf = rng.pick(stocked);
-        movement(leaf, "shipment", -rng.range(1, Math.min(bal.get(leaf)!, 20)), sku.nextRef++, rng.pick(NOTES.shipment));
-        break;
-      }
-      case "transfer": {
-        // Two rows, one event id, one occurredAt; out before in (insertion order).
-        const [from, to] = rng.pick(transferPairs);
-        const qty = rng.range(1, bal.get(from)!);
-        const ref = sku.nextRef++;
-        const note = rng.pick(NOTES.transfer);
-        movement(from, "transferOut", -qty, ref, note);
-        movement(to, "transferIn", qty, ref, note);
-        break;
-      }
-      case "set": {
-        // A stock-take session counts several shelves at once: one session id, one occurredAt.
-        const counted = shuffled(rng, leaves).slice(0, Math.min(remaining, 1 + rng.int(leaves.length)));
-        const ref = sku.nextRef++;
-        const note = rng.pick(NOTES.set);
-        for (const leaf of counted) {
-          const before = bal.get(leaf)!;
-          const observed = rng.chance(0.35) ? before : Math.max(0, before + rng.range(-4, 4));
-          rows.push({ seq: state.nextSeq++, t, leaf, kind: "set", type: null, amount: observed, delta: observed - before, ref, note });
-          bal.set(leaf, observed);
-        }
-        break;
-      }
-      case "adjustment": {
-        const leaf = rng.pick(leaves);
-        const b = bal.get(leaf)!;
-        const signed = b > 0 && rng.chance(0.6) ? -rng.range(1, Math.min(b, 3)) : rng.range(1, 3);
-        movement(leaf, "adjustment", signed, sku.nextRef++, rng.pick(NOTES.adjustment));
-        break;
-      }
-      case "return":
-        movement(rng.pick(leaves), "return", rng.range(1, 3), sku.nextRef++, rng.pick(NOTES.return));
-        break;
-    }
+  while (w.rows.length < target) {
+    w.remaining = target - w.rows.length;
+    advanceTime(w, meanGap);
+    EMIT[chooseAction(w)](w);
   }
-  return rows;
+  return w.rows;
 }
+
+/** The next event's time: an exponential gap, often on the whole second, never past the timeline's end or back. */
+function advanceTime(w: HistoryWriter, meanGap: number): void {
+  const prev = w.t;
+  let t = w.t + Math.floor(meanGap * -Math.log(1 - w.rng.next()));
+  // Many events are stamped on the whole second: rows of different events (and SKUs) then share an occurredAt.
+  if (w.rng.chance(0.4)) t = Math.floor(t / 1000) * 1000;
+  w.t = Math.min(TIMELINE_END, Math.max(prev, t));
+}
+
+/** A weighted action (the first is a receipt), falling back to a receipt when the balances or the rows left do not allow it. */
+function chooseAction(w: HistoryWriter): Action {
+  let action: Action = w.rows.length === 0 ? "receipt" : w.rng.weighted(ACTIONS);
+  const { leaves, bal, remaining } = w;
+  const rootOf = (leaf: number): number => w.state.locations[leaf]!.root;
+  // Only built when the action needs them: this loop runs ~1.2 M times at 100k SKUs.
+  w.stocked = action === "shipment" || action === "transfer" ? leaves.filter((l) => bal.get(l)! > 0) : [];
+  w.transferPairs =
+    action === "transfer" && remaining >= 2
+      ? w.stocked.flatMap((a) => leaves.filter((b) => b !== a && rootOf(b) === rootOf(a)).map((b) => [a, b] as const))
+      : [];
+  if (action === "batch" && (remaining < 2 || leaves.length < 2)) action = "receipt";
+  if (action === "shipment" && w.stocked.length === 0) action = "receipt";
+  if (action === "transfer" && w.transferPairs.length === 0) action = "receipt";
+  return action;
+}
+
+function movement(w: HistoryWriter, leaf: number, type: EventTypeKey, signed: number, ref: number, note: string | null): void {
+  w.rows.push({ seq: w.state.nextSeq++, t: w.t, leaf, kind: "movement", type, amount: Math.abs(signed), delta: signed, ref, note });
+  w.bal.set(leaf, w.bal.get(leaf)! + signed);
+}
+
+/** The rows of one event of each action. The order of the rng calls is part of the seed's meaning: keep it. */
+const EMIT: Record<Action, (w: HistoryWriter) => void> = {
+  receipt(w) {
+    movement(w, w.rng.pick(w.leaves), "receipt", w.rng.range(5, 60), w.sku.nextRef++, receiptNote(w.rng));
+  },
+  batch(w) {
+    // One delivery split over two shelves: separate events, same second.
+    const [a, b] = shuffled(w.rng, w.leaves);
+    movement(w, a!, "receipt", w.rng.range(5, 40), w.sku.nextRef++, receiptNote(w.rng));
+    movement(w, b!, "receipt", w.rng.range(5, 40), w.sku.nextRef++, receiptNote(w.rng));
+  },
+  shipment(w) {
+    const leaf = w.rng.pick(w.stocked);
+    movement(w, leaf, "shipment", -w.rng.range(1, Math.min(w.bal.get(leaf)!, 20)), w.sku.nextRef++, w.rng.pick(NOTES.shipment));
+  },
+  transfer(w) {
+    // Two rows, one event id, one occurredAt; out before in (insertion order).
+    const [from, to] = w.rng.pick(w.transferPairs);
+    const qty = w.rng.range(1, w.bal.get(from)!);
+    const ref = w.sku.nextRef++;
+    const note = w.rng.pick(NOTES.transfer);
+    movement(w, from, "transferOut", -qty, ref, note);
+    movement(w, to, "transferIn", qty, ref, note);
+  },
+  set(w) {
+    // A stock-take session counts several shelves at once: one session id, one occurredAt.
+    const { rng, leaves, bal } = w;
+    const counted = shuffled(rng, leaves).slice(0, Math.min(w.remaining, 1 + rng.int(leaves.length)));
+    const ref = w.sku.nextRef++;
+    const note = rng.pick(NOTES.set);
+    for (const leaf of counted) {
+      const before = bal.get(leaf)!;
+      const observed = rng.chance(0.35) ? before : Math.max(0, before + rng.range(-4, 4));
+      w.rows.push({ seq: w.state.nextSeq++, t: w.t, leaf, kind: "set", type: null, amount: observed, delta: observed - before, ref, note });
+      bal.set(leaf, observed);
+    }
+  },
+  adjustment(w) {
+    const leaf = w.rng.pick(w.leaves);
+    const b = w.bal.get(leaf)!;
+    const signed = b > 0 && w.rng.chance(0.6) ? -w.rng.range(1, Math.min(b, 3)) : w.rng.range(1, 3);
+    movement(w, leaf, "adjustment", signed, w.sku.nextRef++, w.rng.pick(NOTES.adjustment));
+  },
+  return(w) {
+    movement(w, w.rng.pick(w.leaves), "return", w.rng.range(1, 3), w.sku.nextRef++, w.rng.pick(NOTES.return));
+  },
+};
 
 function receiptNote(rng: Rng): string | null {
   return rng.chance(0.15) ? `PO-${rng.range(10000, 99999)}` : rng.pick(NOTES.receipt);

@@ -17,7 +17,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { ConfigError } from "../core/errors.js";
-import { handleApi, matchRoute } from "./api.js";
+import { handleApi, matchRoute, type Route } from "./api.js";
 import { CursorCodec } from "./cursor.js";
 import {
   DEFAULT_OVERSIZE_BYTES,
@@ -44,6 +44,11 @@ const MAX_ADMIN_BODY = 1024 * 1024;
 /** Longer than undici's default idle keep-alive (4 s), so the client closes idle sockets first, never the server mid-reuse. */
 const KEEP_ALIVE_MS = 30_000;
 const PADDING = Buffer.alloc(64 * 1024, "x");
+
+/** The outcome a request's stats record, when the socket's close cannot tell it (a reset, or a body cut short). */
+interface Recorded {
+  outcome: number | "reset" | null;
+}
 
 export interface SimServerOptions {
   model: SimModel;
@@ -178,8 +183,8 @@ export class SimServer {
 
     const route = inner === null ? null : matchRoute(inner);
     const finish = this.stats.begin(at, url.pathname, route?.endpoint ?? null, req.socket);
-    let outcome: number | "reset" | null = null;
-    res.once("close", () => finish(outcome ?? (res.writableFinished ? res.statusCode : "reset")));
+    const record: Recorded = { outcome: null };
+    res.once("close", () => finish(record.outcome ?? (res.writableFinished ? res.statusCode : "reset")));
 
     const authorized = this.authorized(req);
     const taken = authorized && this.quota ? this.quota.take() : null;
@@ -205,45 +210,65 @@ export class SimServer {
     }
     const fault = decision.fault;
     if (fault) this.stats.fault(fault.kind);
-    switch (fault?.kind) {
-      case "429":
-        return this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", faultRetryAfter(fault, Date.now()));
-      case "503":
-        return this.sendRetryAfter(res, 503, "service_unavailable", "The service is temporarily unavailable", faultRetryAfter(fault, Date.now()));
-      case "reset":
-        outcome = "reset";
-        req.socket.resetAndDestroy();
-        return;
-      case "reject-cursor":
-        return void this.sendApiError(res, 400, "invalid_cursor", "cursor is not valid for this request");
-      case "html":
-        return void send(res, 200, "text/html; charset=utf-8", Buffer.from(PROXY_ERROR_PAGE));
-      case "malformed-json":
-        return void send(res, 200, JSON_TYPE, Buffer.from('{"items": ['));
-      case "oversize":
-        outcome = 200;
-        return this.sendOversize(res, fault.bytes ?? DEFAULT_OVERSIZE_BYTES);
-    }
+    if (fault && (await this.sendFaultInstead(req, res, fault, record))) return;
+    const { status, body } = this.endpointAnswer(req, url, route);
+    this.sendAnswer(res, status, body, route, fault, record);
+  }
 
-    let status = 200;
-    let body: unknown;
+  /** A fault that replaces the endpoint's answer: sends it and returns true; false for a fault that alters the answer or only delays it. */
+  private async sendFaultInstead(req: IncomingMessage, res: ServerResponse, fault: FaultRule, record: Recorded): Promise<boolean> {
+    switch (fault.kind) {
+      case "429":
+        this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", faultRetryAfter(fault, Date.now()));
+        return true;
+      case "503":
+        this.sendRetryAfter(res, 503, "service_unavailable", "The service is temporarily unavailable", faultRetryAfter(fault, Date.now()));
+        return true;
+      case "reset":
+        record.outcome = "reset";
+        req.socket.resetAndDestroy();
+        return true;
+      case "reject-cursor":
+        this.sendApiError(res, 400, "invalid_cursor", "cursor is not valid for this request");
+        return true;
+      case "html":
+        send(res, 200, "text/html; charset=utf-8", Buffer.from(PROXY_ERROR_PAGE));
+        return true;
+      case "malformed-json":
+        send(res, 200, JSON_TYPE, Buffer.from('{"items": ['));
+        return true;
+      case "oversize":
+        record.outcome = 200;
+        await this.sendOversize(res, fault.bytes ?? DEFAULT_OVERSIZE_BYTES);
+        return true;
+      default:
+        return false;
+    }
+  }
+
+  /** The endpoint's status and body, shaped by this server's variance (an API error becomes its error body). */
+  private endpointAnswer(req: IncomingMessage, url: URL, route: Route): { status: number; body: unknown } {
     try {
       const endless = this.endless?.applies(route.endpoint, route.skuId ?? null) ? this.endless : null;
-      body = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, (limit) => this.shaper.pageSize(limit));
+      let body: unknown = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, (limit) => this.shaper.pageSize(limit));
       if (endless) body = endless.page(body);
       body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null);
       if (this.hostileText) body = hostileBody(body, this.hostileText, req.headers.authorization);
+      return { status: 200, body };
     } catch (err) {
       if (!(err instanceof SimApiError)) throw err;
       const e = this.shaper.error(err.status, err.code);
-      status = e.status;
-      body = this.shaper.errorBody(e.code, err.message);
+      return { status: e.status, body: this.shaper.errorBody(e.code, err.message) };
     }
-    if (fault?.kind === "missing-field" && status === 200) body = withoutRequiredField(route.endpoint, body);
+  }
+
+  /** Sends the endpoint's answer, spoilt by a fault that alters it (missing field, wrong content type, truncated body). */
+  private sendAnswer(res: ServerResponse, status: number, answer: unknown, route: Route, fault: FaultRule | null, record: Recorded): void {
+    const body = fault?.kind === "missing-field" && status === 200 ? withoutRequiredField(route.endpoint, answer) : answer;
     const buf = Buffer.from(JSON.stringify(body));
     if (fault?.kind === "wrong-content-type") return void send(res, status, "text/plain; charset=utf-8", buf);
     if (fault?.kind === "truncated") {
-      outcome = status;
+      record.outcome = status;
       res.writeHead(status, { "content-type": JSON_TYPE, "content-length": buf.length });
       // Half the declared body, then the connection ends: the client sees a premature close.
       res.write(buf.subarray(0, Math.floor(buf.length / 2)), () => res.destroy());
