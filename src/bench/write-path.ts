@@ -104,7 +104,7 @@ try {
   // Every SKU is listed first (as the list walk does), then saved: only saving is timed.
   for (let p = 0; p < SKUS; p += 100) {
     const page = Array.from({ length: Math.min(100, SKUS - p) }, (_, k) => skuAt(p + k, false).item);
-    store.savePage(run, page, p + 100 < SKUS ? `c${p}` : null, planner);
+    store.savePage(run, page, p + 100 < SKUS ? `c${p}` : null, planner.reason);
   }
   let rows = 0;
   let storeMs = 0;
@@ -134,7 +134,7 @@ try {
     const r = st.startRun("full");
     const skus = Math.ceil(CEILING_ROWS / PER_SKU);
     for (let p = 0; p < skus; p += 100) {
-      st.savePage(r, Array.from({ length: Math.min(100, skus - p) }, (_, k) => skuAt(p + k, false).item), `c${p}`, planFull(r));
+      st.savePage(r, Array.from({ length: Math.min(100, skus - p) }, (_, k) => skuAt(p + k, false).item), `c${p}`, planFull(r).reason);
     }
     let n = 0;
     let ms = 0;

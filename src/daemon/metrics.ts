@@ -39,7 +39,7 @@ export class DaemonMetrics {
   readonly ticksSkipped: Counter<"mode" | "reason">;
   readonly errors: Counter<"kind">;
   readonly requests: Counter<"endpoint" | "status">;
-  readonly rateLimited: Counter;
+  readonly responses429: Counter;
   readonly retries: Counter;
   readonly backoffSeconds: Counter;
   readonly skusFetched: Counter;
@@ -78,7 +78,8 @@ export class DaemonMetrics {
       labelNames: ["endpoint", "status"],
       registers,
     });
-    this.rateLimited = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
+    // Exposed as rate_limited_total (the name alerts and docs/deploy.md use); the same count as sync_runs.responses_429.
+    this.responses429 = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
     this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
     this.backoffSeconds = new Counter({
       name: `${PREFIX}backoff_seconds_total`,
@@ -160,7 +161,7 @@ export class DaemonMetrics {
     for (const [endpoint, byStatus] of Object.entries(responses)) {
       for (const [status, n] of Object.entries(byStatus)) if (n > 0) this.requests.labels(endpoint, status).inc(n);
     }
-    this.rateLimited.inc(r.responses429);
+    this.responses429.inc(r.responses429);
     this.retries.inc(r.retries);
     this.backoffSeconds.inc(r.waitMs / 1000);
     this.skusFetched.inc(r.skusFetched);

@@ -43,7 +43,7 @@ afterEach(() => {
 });
 
 const listSku = (run: RunState, id = SKU) =>
-  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, { reason: () => "new" });
+  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, () => "new");
 const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
 
 describe("group commit", () => {
