@@ -42,7 +42,7 @@ export const sha1Hex: (s: string) => string = oneShot
   : (s) => createHash("sha1").update(s).digest("hex");
 
 /** What the list shows of a SKU, hashed: a change here means detail/history must be refetched. */
-export function listFingerprint(item: ListItem): string {
+function listFingerprint(item: ListItem): string {
   const sorted = (o: Record<string, unknown>) => Object.keys(o).sort().map((k) => [k, o[k]]);
   return sha1Hex(
     JSON.stringify([
