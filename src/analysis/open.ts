@@ -4,10 +4,10 @@
  * whose schema this release does not match (it cannot upgrade it without writing).
  */
 import { ConfigError } from "../core/errors.js";
-import { loadMigrations, openDatabase, type DB } from "../store/db.js";
+import { loadMigrations, openMirrorReader, type DB } from "../store/db.js";
 
 export function openReadOnly(path: string): DB {
-  const db = openDatabase(path, { readonly: true });
+  const db = openMirrorReader(path);
   const version = db.pragma("user_version", { simple: true }) as number;
   const latest = loadMigrations().length;
   if (version !== latest) {

@@ -108,7 +108,7 @@ function freshStore(path: string): { db: DB; store: Store; run: RunState } {
 function listSkus(store: Store, run: RunState, skus: number, planner: () => Planner): void {
   for (let p = 0; p < skus; p += 100) {
     const page = Array.from({ length: Math.min(100, skus - p) }, (_, k) => skuAt(p + k, false).item);
-    store.savePage(run, page, p + 100 < skus ? `c${p}` : null, planner());
+    store.savePage(run, page, p + 100 < skus ? `c${p}` : null, planner().reason);
   }
 }
 

@@ -378,10 +378,8 @@ export class Daemon {
   }
 }
 
-/** Responses by endpoint and status: the result's own breakdown when runSync gives one, else derived from the run's journal. */
+/** Responses by endpoint and status, derived from the run's journal (store/status.ts responsesByEndpointStatus). */
 function responsesOf(r: SyncResult, state: StateReader): Record<string, Record<string, number>> {
-  const own = (r as SyncResult & { requestsByEndpointStatus?: Record<string, Record<string, number>> }).requestsByEndpointStatus;
-  if (own) return own;
   try {
     return state.responses(r.runId, r.requestsByEndpoint);
   } catch {

@@ -39,7 +39,7 @@ export class DaemonMetrics {
   readonly ticksSkipped: Counter<"mode" | "reason">;
   readonly errors: Counter<"kind">;
   readonly requests: Counter<"endpoint" | "status">;
-  readonly rateLimited: Counter;
+  readonly responses429: Counter;
   readonly retries: Counter;
   readonly backoffSeconds: Counter;
   readonly skusFetched: Counter;
@@ -78,7 +78,8 @@ export class DaemonMetrics {
       labelNames: ["endpoint", "status"],
       registers,
     });
-    this.rateLimited = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
+    // Exposed as rate_limited_total (the name alerts and docs/deploy.md use); the same count as sync_runs.responses_429.
+    this.responses429 = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
     this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
     this.backoffSeconds = new Counter({
       name: `${PREFIX}backoff_seconds_total`,
@@ -108,34 +109,26 @@ export class DaemonMetrics {
     });
     this.running = new Gauge({ name: `${PREFIX}sync_running`, help: "1 while a run of this mode is in progress.", labelNames: ["mode"], registers });
     const notClean = opts.skusNotClean;
-    this.skusNotClean = new Gauge({
-      name: `${PREFIX}skus_not_clean`,
-      help: "Current SKUs with at least one location whose freshness is not clean (the latest scan may not be reflected).",
-      registers,
-      ...(notClean
-        ? {
-            collect(this: Gauge) {
-              const n = safe(notClean);
-              if (n !== null) this.set(n);
-            },
-          }
-        : {}),
-    });
     const ready = opts.ready;
-    this.ready = new Gauge({
-      name: `${PREFIX}ready`,
-      help: "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).",
+    this.skusNotClean = scrapedGauge(
+      `${PREFIX}skus_not_clean`,
+      "Current SKUs with at least one location whose freshness is not clean (the latest scan may not be reflected).",
       registers,
-      ...(ready
-        ? {
-            collect(this: Gauge) {
-              this.set(ready() ? 1 : 0);
-            },
-          }
-        : {}),
-    });
+      notClean && (() => safe(notClean)),
+    );
+    this.ready = scrapedGauge(
+      `${PREFIX}ready`,
+      "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).",
+      registers,
+      ready && (() => (ready() ? 1 : 0)),
+    );
 
-    // Every series alerts may refer to exists from the start, at 0.
+    this.zeroSeries();
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Every series alerts may refer to exists from the start, at 0. */
+  private zeroSeries(): void {
     for (const mode of RUN_MODES) {
       for (const outcome of RUN_OUTCOMES) this.runs.labels(mode, outcome).inc(0);
       for (const reason of SKIP_REASONS) this.ticksSkipped.labels(mode, reason).inc(0);
@@ -143,8 +136,6 @@ export class DaemonMetrics {
     }
     for (const kind of ERROR_KINDS) this.errors.labels(kind).inc(0);
     this.lastSuccess.set(0);
-
-    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
 
   /**
@@ -160,7 +151,7 @@ export class DaemonMetrics {
     for (const [endpoint, byStatus] of Object.entries(responses)) {
       for (const [status, n] of Object.entries(byStatus)) if (n > 0) this.requests.labels(endpoint, status).inc(n);
     }
-    this.rateLimited.inc(r.responses429);
+    this.responses429.inc(r.responses429);
     this.retries.inc(r.retries);
     this.backoffSeconds.inc(r.waitMs / 1000);
     this.skusFetched.inc(r.skusFetched);
@@ -184,6 +175,23 @@ export class DaemonMetrics {
   get contentType(): string {
     return this.registry.contentType;
   }
+}
+
+/** A gauge whose value `read` gives at scrape time (null: keep the last value); without `read`, set by hand. */
+function scrapedGauge(name: string, help: string, registers: Registry[], read: (() => number | null) | undefined): Gauge {
+  return new Gauge({
+    name,
+    help,
+    registers,
+    ...(read
+      ? {
+          collect(this: Gauge) {
+            const n = read();
+            if (n !== null) this.set(n);
+          },
+        }
+      : {}),
+  });
 }
 
 function safe(f: () => number | null): number | null {

@@ -57,19 +57,11 @@ export function migrate(db: DB, migrations = loadMigrations()): { from: number; 
 }
 
 export interface OpenOptions {
-  readonly?: boolean;
   busyTimeoutMs?: number;
 }
 
 /** Open (creating if needed) the database for writing and bring it up to date. Call `acquireWriterLock` first. */
 export function openDatabase(path: string, opts: OpenOptions = {}): DB {
-  if (opts.readonly) {
-    if (!existsSync(path)) throw new ConfigError(`database ${path} does not exist; run 'inventory-mirror sync --full' first or pass --db`);
-    assertMirrorDatabase(path);
-    const db = new Database(path, { readonly: true, fileMustExist: true });
-    db.pragma(`busy_timeout = ${opts.busyTimeoutMs ?? DEFAULTS.busyTimeoutMs}`);
-    return db;
-  }
   checkDirectory(path);
   createOwnerOnly(path);
   tightenMode(path);
@@ -89,6 +81,29 @@ export function openDatabase(path: string, opts: OpenOptions = {}): DB {
 }
 
 /**
+ * The one way a read-only connection is opened (status, the daemon's reads, the analysis
+ * commands, the checks below): the file must exist, nothing is ever written, and a reader
+ * waits at most `busyTimeoutMs` for the moments the writer holds a lock it needs (WAL).
+ */
+export function openReadOnly(path: string, busyTimeoutMs: number = DEFAULTS.busyTimeoutMs): DB {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  return db;
+}
+
+/** A read-only connection to an existing mirror: refuses a missing file or another program's database. */
+export function openMirrorReader(path: string): DB {
+  if (!existsSync(path)) throw new ConfigError(`database ${path} does not exist; run 'inventory-mirror sync --full' first or pass --db`);
+  assertMirrorDatabase(path);
+  return openReadOnly(path);
+}
+
+/** Does the database have this table (or view)? An old or empty file may lack some. */
+export function hasTable(db: DB, name: string): boolean {
+  return db.prepare("SELECT 1 FROM sqlite_master WHERE type IN ('table', 'view') AND name = ?").get(name) !== undefined;
+}
+
+/**
  * Is a writer holding the database's lock right now? The writer keeps "<db>.lock" in an
  * EXCLUSIVE lock for its whole life, so a read of it fails at once while one runs. Works
  * across pid namespaces (a status run from the host against a container's file), where a
@@ -99,8 +114,7 @@ export function writerLockHeld(dbPath: string): boolean {
   if (!existsSync(lockPath)) return false;
   let lock: DB | undefined;
   try {
-    lock = new Database(lockPath, { readonly: true, fileMustExist: true });
-    lock.pragma("busy_timeout = 0");
+    lock = openReadOnly(lockPath, 0);
     lock.prepare("SELECT count(*) FROM sqlite_master").get();
     return false;
   } catch {
@@ -128,7 +142,7 @@ export function assertMirrorDatabase(path: string): void {
   let tables: string[];
   let version: number;
   try {
-    db = new Database(path, { readonly: true, fileMustExist: true });
+    db = openReadOnly(path);
     tables = (db.prepare("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite_%' ORDER BY name").all() as { name: string }[]).map((r) => r.name);
     version = db.pragma("user_version", { simple: true }) as number;
   } catch (err) {
@@ -195,34 +209,6 @@ function createOwnerOnly(path: string): void {
   const fd = openSync(path, "a", 0o600);
   closeSync(fd);
   chmodSync(path, 0o600);
-}
-
-/**
- * What an existing database says, read without writing anything: the workspace it
- * belongs to, and a quota wall (resume_after) still in force. Null when new or empty.
- */
-export function peekDatabase(path: string, now = Date.now()): { workspace: { id: string; name: string } | null; resumeAfter: number | null } | null {
-  if (!existsSync(path)) return null;
-  let db: DB | undefined;
-  try {
-    // Read-write handle in query_only mode rather than readonly: a readonly connection
-    // cannot remove the -wal/-shm files it makes appear, and a refused run writes nothing.
-    db = new Database(path, { fileMustExist: true });
-    db.pragma("query_only = ON");
-    const has = (t: string) => db!.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(t);
-    if (!has("workspace")) return null;
-    const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
-    const ra = has("sync_runs")
-      ? // The latest finished run's wall: a later run that finished (--ignore-quota-wall, or after the wall) clears it.
-        (db.prepare("SELECT resume_after FROM sync_runs WHERE status <> 'running' ORDER BY id DESC LIMIT 1").get() as { resume_after: string | null } | undefined)
-      : undefined;
-    const t = ra?.resume_after ? Date.parse(ra.resume_after) : NaN;
-    return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null };
-  } catch (err) {
-    throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });
-  } finally {
-    db?.close();
-  }
 }
 
 export interface WriterLock {

@@ -4,7 +4,7 @@
  * bench and the tests), and the figures the bench's call-economy scenario counts. Nothing
  * here writes; each call opens one read-only connection (openDatabase's) and closes it.
  */
-import { openDatabase, type DB } from "./db.js";
+import { openReadOnly, type DB } from "./db.js";
 
 export type Row = Record<string, unknown>;
 
@@ -26,7 +26,7 @@ export interface MirrorRows {
 }
 
 function withReadOnly<T>(dbPath: string, read: (db: DB) => T): T {
-  const db = openDatabase(dbPath, { readonly: true });
+  const db = openReadOnly(dbPath);
   try {
     return read(db);
   } finally {

@@ -95,15 +95,12 @@ export interface WalGuard {
  * process alive.
  */
 export function startWalGuard(target: DB | string, opts: WalGuardOptions = {}): WalGuard {
-  const capBytes = positive(opts.capBytes ?? WAL_GUARD_DEFAULTS.capBytes, "capBytes");
-  const intervalMs = positive(opts.intervalMs ?? WAL_GUARD_DEFAULTS.intervalMs, "intervalMs");
-  const maxWaitMs = Math.max(0, opts.maxWaitMs ?? WAL_GUARD_DEFAULTS.maxWaitMs);
-  const maxBackoffMs = Math.max(intervalMs, opts.maxBackoffMs ?? WAL_GUARD_DEFAULTS.maxBackoffMs);
-  const path = typeof target === "string" ? target : target.name;
-  const walPath = `${path}-wal`;
-  const softBytes = Math.floor(capBytes / 4);
+  return new Guard(target, opts);
+}
 
-  const conn = new Database(path, { fileMustExist: true });
+/** The guard's own connection, with the size limit set on it and (when given one) on the writer's. */
+function openGuardConnection(target: DB | string, softBytes: number): DB {
+  const conn = new Database(typeof target === "string" ? target : target.name, { fileMustExist: true });
   conn.pragma("busy_timeout = 0");
   conn.pragma(`journal_size_limit = ${softBytes}`);
   if (typeof target !== "string") {
@@ -113,103 +110,134 @@ export function startWalGuard(target: DB | string, opts: WalGuardOptions = {}): 
     const pages = Math.max(16, Math.min(1000, Math.floor(softBytes / pageSize)));
     target.pragma(`wal_autocheckpoint = ${pages}`);
   }
+  return conn;
+}
 
-  const stats: WalGuardStats = { checks: 0, truncations: 0, busyAttempts: 0, waitingAttempts: 0, maxWalBytes: 0, lastError: null };
-  let backoffMs = intervalMs;
-  let nextWaitAt = 0;
-  let lastAttemptAt = 0;
-  let stopped = false;
+type Step = Pick<WalCheck, "action" | "busy">;
 
-  const walSize = () => (existsSync(walPath) ? statSync(walPath).size : 0);
-  const checkpoint = (mode: "PASSIVE" | "TRUNCATE", waitMs: number): boolean => {
-    if (waitMs > 0) conn.pragma(`busy_timeout = ${waitMs}`);
-    try {
-      const row = (conn.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number }>)[0];
-      return (row?.busy ?? 0) !== 0;
-    } finally {
-      if (waitMs > 0) conn.pragma("busy_timeout = 0");
-    }
-  };
+class Guard implements WalGuard {
+  readonly capBytes: number;
+  readonly stats: WalGuardStats = { checks: 0, truncations: 0, busyAttempts: 0, waitingAttempts: 0, maxWalBytes: 0, lastError: null };
+  private readonly intervalMs: number;
+  private readonly maxWaitMs: number;
+  private readonly maxBackoffMs: number;
+  private readonly softBytes: number;
+  private readonly walPath: string;
+  private readonly conn: DB;
+  private readonly timer: NodeJS.Timeout;
+  private backoffMs: number;
+  private nextWaitAt = 0;
+  private lastAttemptAt = 0;
+  private stopped = false;
 
-  const check = (): WalCheck => {
+  constructor(
+    target: DB | string,
+    private readonly opts: WalGuardOptions,
+  ) {
+    this.capBytes = positive(opts.capBytes ?? WAL_GUARD_DEFAULTS.capBytes, "capBytes");
+    this.intervalMs = positive(opts.intervalMs ?? WAL_GUARD_DEFAULTS.intervalMs, "intervalMs");
+    this.maxWaitMs = Math.max(0, opts.maxWaitMs ?? WAL_GUARD_DEFAULTS.maxWaitMs);
+    this.maxBackoffMs = Math.max(this.intervalMs, opts.maxBackoffMs ?? WAL_GUARD_DEFAULTS.maxBackoffMs);
+    this.walPath = `${typeof target === "string" ? target : target.name}-wal`;
+    this.softBytes = Math.floor(this.capBytes / 4);
+    this.backoffMs = this.intervalMs;
+    this.conn = openGuardConnection(target, this.softBytes);
+    this.timer = setInterval(() => {
+      if (!this.stopped) this.check();
+    }, this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Run one check now (also what the timer does). An arrow property: callers may detach it. */
+  readonly check = (): WalCheck => {
     const at = Date.now();
     let sizeBefore = 0;
-    let action: WalCheck["action"] = "none";
-    let busy = false;
+    // Filled in as the check goes, so a check that throws still says what it attempted.
+    const step: Step = { action: "none", busy: false };
     let error: string | null = null;
     try {
-      sizeBefore = walSize();
-      stats.maxWalBytes = Math.max(stats.maxWalBytes, sizeBefore);
-      // Called after every commit, act at most once per interval, unless the cap itself is exceeded.
-      const due = at - lastAttemptAt >= intervalMs * 0.9 || sizeBefore > capBytes;
-      if (sizeBefore === 0 || !due) {
-        action = "none";
-      } else if (sizeBefore <= softBytes) {
-        action = "passive";
-        lastAttemptAt = at;
-        checkpoint("PASSIVE", 0);
-      } else {
-        lastAttemptAt = at;
-        action = "truncate";
-        busy = checkpoint("TRUNCATE", 0);
-        if (busy && maxWaitMs > 0 && at >= nextWaitAt) {
-          action = "truncate-wait";
-          stats.waitingAttempts++;
-          busy = checkpoint("TRUNCATE", maxWaitMs);
-          if (busy) {
-            nextWaitAt = Date.now() + backoffMs;
-            backoffMs = Math.min(backoffMs * 2, maxBackoffMs);
-          }
-        }
-        if (busy) stats.busyAttempts++;
-        else {
-          stats.truncations++;
-          backoffMs = intervalMs;
-          nextWaitAt = 0;
-        }
-      }
+      sizeBefore = this.walSize();
+      this.stats.maxWalBytes = Math.max(this.stats.maxWalBytes, sizeBefore);
+      this.act(at, sizeBefore, step);
     } catch (err) {
       // A guard must never break the sync: report and try again next time.
       error = (err as Error).message;
-      stats.lastError = error;
+      this.stats.lastError = error;
     }
-    stats.checks++;
+    this.stats.checks++;
     let sizeAfter = sizeBefore;
     try {
-      sizeAfter = walSize();
+      sizeAfter = this.walSize();
     } catch {
       /* the file may vanish when the last connection closes */
     }
-    const result: WalCheck = { at, sizeBefore, sizeAfter, action, busy, error };
+    const result: WalCheck = { at, sizeBefore, sizeAfter, ...step, error };
     try {
-      opts.onCheck?.(result);
+      this.opts.onCheck?.(result);
     } catch {
       /* observers cannot break the guard */
     }
     return result;
   };
 
-  const timer = setInterval(() => {
-    if (!stopped) check();
-  }, intervalMs);
-  timer.unref();
-
-  return {
-    capBytes,
-    stats,
-    check,
-    stop() {
-      if (stopped) return;
-      stopped = true;
-      clearInterval(timer);
-      try {
-        if (walSize() > 0) checkpoint("TRUNCATE", 0);
-      } catch {
-        /* best effort */
-      }
-      conn.close();
-    },
+  /** Stop the timer, try a last non-waiting truncation, close the guard's connection. */
+  readonly stop = (): void => {
+    if (this.stopped) return;
+    this.stopped = true;
+    clearInterval(this.timer);
+    try {
+      if (this.walSize() > 0) this.checkpoint("TRUNCATE", 0);
+    } catch {
+      /* best effort */
+    }
+    this.conn.close();
   };
+
+  private act(at: number, sizeBefore: number, step: Step): void {
+    // Called after every commit, act at most once per interval, unless the cap itself is exceeded.
+    const due = at - this.lastAttemptAt >= this.intervalMs * 0.9 || sizeBefore > this.capBytes;
+    if (sizeBefore === 0 || !due) return;
+    this.lastAttemptAt = at;
+    if (sizeBefore <= this.softBytes) {
+      step.action = "passive";
+      this.checkpoint("PASSIVE", 0);
+    } else this.truncate(at, step);
+  }
+
+  /** A TRUNCATE that does not wait; if readers pinned the WAL, one that waits (unless backing off). */
+  private truncate(at: number, step: Step): void {
+    step.action = "truncate";
+    step.busy = this.checkpoint("TRUNCATE", 0);
+    if (step.busy && this.maxWaitMs > 0 && at >= this.nextWaitAt) {
+      step.action = "truncate-wait";
+      this.stats.waitingAttempts++;
+      step.busy = this.checkpoint("TRUNCATE", this.maxWaitMs);
+      if (step.busy) {
+        this.nextWaitAt = Date.now() + this.backoffMs;
+        this.backoffMs = Math.min(this.backoffMs * 2, this.maxBackoffMs);
+      }
+    }
+    if (step.busy) this.stats.busyAttempts++;
+    else {
+      this.stats.truncations++;
+      this.backoffMs = this.intervalMs;
+      this.nextWaitAt = 0;
+    }
+  }
+
+  private walSize(): number {
+    return existsSync(this.walPath) ? statSync(this.walPath).size : 0;
+  }
+
+  private checkpoint(mode: "PASSIVE" | "TRUNCATE", waitMs: number): boolean {
+    if (waitMs > 0) this.conn.pragma(`busy_timeout = ${waitMs}`);
+    try {
+      const row = (this.conn.pragma(`wal_checkpoint(${mode})`) as Array<{ busy: number }>)[0];
+      return (row?.busy ?? 0) !== 0;
+    } finally {
+      if (waitMs > 0) this.conn.pragma("busy_timeout = 0");
+    }
+  }
 }
 
 function positive(n: number, name: string): number {

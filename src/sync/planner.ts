@@ -3,23 +3,13 @@
  * and history fetched in this walk, and why. It sees records and the store's memory
  * of them, never HTTP, so it is tested without a server.
  */
-import type { ListItem } from "../core/api-schemas.js";
-import type { RunState } from "../store/store.js";
-
-export interface PreviousState {
-  list_fingerprint: string | null;
-  fetched_walk_id: number | null;
-  pending_walk_id: number | null;
-  fail_count: number;
-  /** 1 when any stored leaf of the SKU has freshness other than clean. */
-  not_clean: number;
-}
+import type { PlanDecision, RunState } from "../store/store.js";
 
 export type PlanReason = "new" | "changed" | "repolled" | "retried";
 
 export interface Planner {
-  /** Why the SKU must be fetched in this walk, or null when the list shows nothing to do. */
-  reason(item: ListItem, fingerprint: string, previous: PreviousState | undefined): PlanReason | null;
+  /** Why the SKU must be fetched in this walk, or null when the list shows nothing to do (the store's savePage calls it per listed SKU). */
+  reason: PlanDecision<PlanReason>;
 }
 
 /** Full sync: every listed SKU, except those this same walk already stored (a resumed run does not refetch them). */
@@ -36,7 +26,7 @@ export function planFull(run: RunState): Planner {
  */
 export function planIncremental(run: RunState): Planner {
   return {
-    reason(_item, fingerprint, prev) {
+    reason: (_item, fingerprint, prev) => {
       if (!prev || prev.fetched_walk_id == null) return prev?.fail_count ? "retried" : "new";
       if (prev.fetched_walk_id === run.walkId) return null; // done earlier in this (resumed) walk
       if (prev.fail_count > 0 || (prev.pending_walk_id != null && prev.pending_walk_id !== run.walkId)) return "retried";

@@ -16,9 +16,9 @@ import type { Secret } from "../core/secret.js";
 import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient, type RequestTrace } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
-import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, peekDatabase, type DB } from "../store/db.js";
+import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, type DB } from "../store/db.js";
+import { peekDatabase } from "../store/runs.js";
 import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
-import { saveSnapshot } from "../store/snapshots.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { WorkQueue } from "./queue.js";
 import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
@@ -219,7 +219,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     try {
       store?.flushGroup();
     } finally {
-      store?.db.close();
+      store?.close();
     }
     lock.release();
   }
@@ -256,7 +256,7 @@ async function executeRun(
   let enqueuedCount = 0;
   let total: number | null = null;
   let snapshotSaved = false;
-  const alreadyDone = run.resumedFrom ? countFetchedInWalk(store, run.walkId) : 0;
+  const alreadyDone = run.resumedFrom ? store.countFetchedInWalk(run.walkId) : 0;
 
   const fail = (err: Error) => {
     if (!fatal) fatal = err;
@@ -310,22 +310,19 @@ async function executeRun(
           }
           // The root summaries and totals cover the whole result, so the first page's are the run's snapshot.
           if (!snapshotSaved) {
-            saveSnapshot(store.db, run.id, page.roots, page.summary);
+            store.saveSnapshot(run.id, page.roots, page.summary);
             snapshotSaved = true;
           }
           if (page.summary?.skuCount != null && total === null && !incremental) total = page.summary.skuCount;
           // The last page and the end of the walk (misses, deletions) commit together: a run
           // stopped after it must not leave list_done set with the walk's deletions not applied,
           // since a resumed run skips the list walk.
-          const queued = await store.grouped(() =>
-            page.nextCursor === null
-              ? store.db.transaction(() => {
-                  const q = store.savePage(run, page.items, page.nextCursor, planner);
-                  counters.deleted = store.finishListWalk(run, deleteAfterMisses);
-                  return q;
-                })()
-              : store.savePage(run, page.items, page.nextCursor, planner),
-          );
+          const queued = await store.grouped(() => {
+            if (page.nextCursor !== null) return store.savePage(run, page.items, page.nextCursor, planner.reason);
+            const last = store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses);
+            counters.deleted = last.deleted;
+            return last.queued;
+          });
           counters.listed += page.items.length;
           counters.planned += queued.length;
           logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: counters.listed }, "list page saved");
@@ -533,15 +530,9 @@ function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetc
 
 /** The cadence of incremental runs, measured: time since the previous one started (1 min to 1 day); 5 min when unknown. */
 function cycleIntervalMs(store: Store, run: RunState): number {
-  const prev = store.db
-    .prepare("SELECT started_at FROM sync_runs WHERE mode = 'incremental' AND id < ? ORDER BY id DESC LIMIT 1")
-    .get(run.id) as { started_at: string } | undefined;
-  const gap = prev ? Date.now() - Date.parse(prev.started_at) : 5 * 60_000;
+  const prev = store.previousIncrementalStart(run.id);
+  const gap = prev !== null ? Date.now() - prev : 5 * 60_000;
   return Math.min(Math.max(gap, 60_000), 86_400_000);
-}
-
-function countFetchedInWalk(store: Store, walkId: number): number {
-  return (store.db.prepare("SELECT count(*) AS n FROM sku_sync WHERE fetched_walk_id = ?").get(walkId) as { n: number }).n;
 }
 
 function journalEntryFor(e: SchedulerEvent): JournalEntry | null {

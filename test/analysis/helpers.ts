@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { expect } from "vitest";
 import { ListResponse } from "../../src/core/api-schemas.js";
 import type { GroundTruth, RunningSimulator } from "../../src/simulator/index.js";
-import { saveSnapshot } from "../../src/store/snapshots.js";
+import { saveSnapshot } from "../../src/store/list.js";
 import { runCli } from "../helpers/cli.js";
 
 export async function syncFull(sim: RunningSimulator, dbPath: string): Promise<void> {

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { openDatabase, type DB } from "../../src/store/db.js";
-import { saveSnapshot } from "../../src/store/snapshots.js";
+import { saveSnapshot } from "../../src/store/list.js";
 import { startWalGuard } from "../../src/store/wal-guard.js";
 
 let dir: string;

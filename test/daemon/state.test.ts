@@ -1,16 +1,16 @@
 /**
- * What the daemon and `status` read from and write to a real database file:
- * skipped ticks journaled against the run in hand, responses by endpoint and status
- * derived from a run's journal, and the status report.
+ * What the daemon reads from and writes to a real database file, through the store:
+ * skipped ticks journaled against the run in hand (through that run's writer), and the
+ * daemon's reads of the last success, the quota wall and the SKUs not clean.
  */
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "../../src/core/logger.js";
 import { openDatabase, type DB } from "../../src/store/db.js";
-import { DbTickJournal, dbStateReader, readStatus, responsesByEndpointStatus } from "../../src/daemon/state.js";
-import { formatStatus } from "../../src/cli/commands/status.js";
+import { Store } from "../../src/store/store.js";
+import { DbTickJournal, dbStateReader } from "../../src/daemon/state.js";
 
 const logger = createLogger("silent");
 let dir: string;
@@ -40,59 +40,79 @@ const journalRows = (runId: number) =>
   db.prepare("SELECT kind, at, message FROM sync_journal WHERE run_id = ? ORDER BY id").all(runId) as Array<{ kind: string; at: string; message: string }>;
 
 describe("DbTickJournal", () => {
-  it("journals a skipped tick against this process's running run, as kind tick_skipped", () => {
-    const other = insertRun({ status: "running", started: "2026-03-01T11:00:00.000Z", pid: process.pid + 1 });
-    const mine = insertRun({ status: "running", started: "2026-03-01T12:00:00.000Z", pid: process.pid });
+  it("journals a skipped tick against the run this process has in hand, as kind tick_skipped", () => {
+    // A row left 'running' with this very pid (a killed daemon of an earlier container had the same pid):
+    // not the run in hand, so it must not get the entry.
+    const stale = insertRun({ status: "running", started: "2026-03-01T11:00:00.000Z", pid: process.pid });
+    const other = insertRun({ status: "running", started: "2026-03-01T11:30:00.000Z", pid: process.pid + 1 });
+    const store = new Store(db);
+    const mine = store.startRun("incremental").id;
     const j = new DbTickJournal(path, logger);
     j.skipped({ mode: "incremental", at: Date.parse("2026-03-01T12:05:00.000Z"), message: "incremental tick (schedule) skipped: a full run is in progress" });
-    expect(journalRows(mine)).toEqual([{ kind: "tick_skipped", at: "2026-03-01T12:05:00.000Z", message: "incremental tick (schedule) skipped: a full run is in progress" }]);
+    expect(journalRows(mine).filter((r) => r.kind === "tick_skipped")).toEqual([
+      { kind: "tick_skipped", at: "2026-03-01T12:05:00.000Z", message: "incremental tick (schedule) skipped: a full run is in progress" },
+    ]);
+    expect(journalRows(stale)).toEqual([]);
     expect(journalRows(other)).toEqual([]);
+  });
+
+  it("joins the transaction the run's writer has open (one writer: no wait on a second connection)", async () => {
+    const store = new Store(db);
+    const run = store.startRun("full");
+    const j = new DbTickJournal(path, logger);
+    // A group transaction is open until the next turn of the event loop.
+    const unit = store.grouped(() => store.journal(run.id, { kind: "info", message: "unit" }));
+    expect(db.inTransaction).toBe(true);
+    j.skipped({ mode: "incremental", at: Date.parse("2026-03-01T12:05:00.000Z"), message: "during a group" });
+    await unit;
+    expect(db.inTransaction).toBe(false);
+    expect(journalRows(run.id).map((r) => r.message)).toEqual(["unit", "during a group"]);
   });
 
   it("a tick skipped before the run in hand has its row is written at the run's first progress report", () => {
     const j = new DbTickJournal(path, logger);
     j.skipped({ mode: "full", at: Date.parse("2026-03-01T12:00:01.000Z"), message: "early" });
     expect(db.prepare("SELECT count(*) AS n FROM sync_journal").get()).toEqual({ n: 0 });
-    const run = insertRun({ status: "running", started: "2026-03-01T12:00:00.000Z", pid: process.pid });
+    const run = new Store(db).startRun("full");
     j.flush();
-    expect(journalRows(run).map((r) => r.message)).toEqual(["early"]);
+    expect(journalRows(run.id).map((r) => r.message)).toEqual(["early"]);
     j.flush(); // nothing pending: nothing written twice
-    expect(journalRows(run)).toHaveLength(1);
+    expect(journalRows(run.id)).toHaveLength(1);
   });
 
   it("entries for a run that never started are dropped, not written anywhere", () => {
     const j = new DbTickJournal(path, logger);
     j.skipped({ mode: "full", at: Date.now(), message: "orphan" });
     j.runEnded(null);
-    insertRun({ status: "running", started: "2026-03-01T12:00:00.000Z", pid: process.pid });
+    new Store(db).startRun("full");
     j.flush();
     expect(db.prepare("SELECT count(*) AS n FROM sync_journal").get()).toEqual({ n: 0 });
   });
 
-  it("does nothing without a database file", () => {
-    const j = new DbTickJournal(join(dir, "missing.db"), logger);
-    j.skipped({ mode: "full", at: Date.now(), message: "x" });
-    j.runEnded(null);
+  it("once the run's writer is closed, nothing more is written to its journal", () => {
+    const other = openDatabase(join(dir, "other.db"));
+    const store = new Store(other);
+    const run = store.startRun("full");
+    store.close();
+    const j = new DbTickJournal(join(dir, "other.db"), logger);
+    j.skipped({ mode: "full", at: Date.now(), message: "late" });
+    j.runEnded(run.id);
+    const check = openDatabase(join(dir, "other.db"));
+    try {
+      expect(check.prepare("SELECT count(*) AS n FROM sync_journal WHERE kind = 'tick_skipped'").get()).toEqual({ n: 0 });
+    } finally {
+      check.close();
+    }
   });
-});
 
-describe("responsesByEndpointStatus", () => {
-  it("non-2xx attempts from the run's backoff and error journal entries; the rest of each endpoint's requests are 2xx", () => {
-    const run = insertRun({ status: "succeeded", started: "2026-03-01T12:00:00.000Z", finished: "2026-03-01T12:01:00.000Z" });
-    const j = db.prepare("INSERT INTO sync_journal (run_id, at, kind, endpoint, status, message) VALUES (?, '2026-03-01T12:00:30.000Z', ?, ?, ?, 'x')");
-    j.run(run, "backoff", "list", 429);
-    j.run(run, "backoff", "list", 429);
-    j.run(run, "backoff", "detail", 503);
-    j.run(run, "error", "history", null);
-    j.run(run, "error", null, null); // the run's own error line: no endpoint, not a response
-    j.run(run, "sku_failed", "history", null); // same failure as the 'error' entry above: not counted twice
-    j.run(run, "rate", null, null);
-    expect(responsesByEndpointStatus(db, run, { workspace: 1, list: 5, detail: 3, history: 4 })).toEqual({
-      workspace: { "2xx": 1 },
-      list: { "429": 2, "2xx": 3 },
-      detail: { "503": 1, "2xx": 2 },
-      history: { error: 1, "2xx": 3 },
-    });
+  it("does nothing without a database file (and creates none)", () => {
+    const missing = join(dir, "missing.db");
+    const j = new DbTickJournal(missing, logger);
+    expect(() => {
+      j.skipped({ mode: "full", at: Date.now(), message: "x" });
+      j.runEnded(null);
+    }).not.toThrow();
+    expect(existsSync(missing)).toBe(false);
   });
 });
 
@@ -106,86 +126,5 @@ describe("dbStateReader", () => {
     expect(r.skusNotClean()).toBe(0);
     const none = dbStateReader(join(dir, "missing.db"));
     expect([none.lastSuccess(), none.resumeAfter(), none.skusNotClean()]).toEqual([null, null, null]);
-  });
-});
-
-describe("readStatus", () => {
-  function seedStock() {
-    const now = "2026-03-01T10:00:00.000Z";
-    db.prepare("INSERT INTO workspace (id, name, scope, checked_at) VALUES ('ws-1', 'Acme', 'read', ?)").run("2026-03-01T12:10:00.000Z");
-    const loc = db.prepare(
-      "INSERT INTO locations (id, name, display_path, is_leaf, first_seen_at, last_seen_at, deleted_at) VALUES (?, ?, ?, 1, ?, ?, ?)",
-    );
-    loc.run("L1", "Shelf 1", "WH / A / Shelf 1", now, now, null);
-    loc.run("L2", "Shelf 2", "WH / A / Shelf 2", now, now, null);
-    loc.run("L3", "Gone", "WH / Gone", now, now, now);
-    const sku = db.prepare("INSERT INTO skus (id, code, name, first_seen_at, last_seen_at, deleted_at) VALUES (?, ?, ?, ?, ?, ?)");
-    sku.run("S1", "SKU-1", "One", now, now, null);
-    sku.run("S2", "SKU-2", "Two", now, now, null);
-    sku.run("S3", "SKU-3", "Deleted", now, now, now);
-    const q = db.prepare(
-      "INSERT INTO sku_location_quantities (sku_id, location_id, quantity, freshness_status, fetched_at, not_clean_since) VALUES (?, ?, 1, ?, ?, ?)",
-    );
-    q.run("S1", "L1", "dirty", now, "2026-03-01T09:00:00.000Z");
-    q.run("S1", "L2", "clean", now, null);
-    q.run("S2", "L1", "failed", now, "2026-03-01T08:00:00.000Z");
-    q.run("S2", "L2", "rebuilding", now, "2026-03-01T11:00:00.000Z");
-    q.run("S3", "L1", "dirty", now, "2026-03-01T07:00:00.000Z"); // deleted SKU: not current
-    q.run("S1", "L3", "dirty", now, "2026-03-01T07:00:00.000Z"); // deleted location: not current
-  }
-
-  it("the last runs with counters, the quota state, and the current SKU × locations not clean, oldest first", () => {
-    seedStock();
-    const ok = insertRun({ mode: "full", status: "succeeded", started: "2026-03-01T11:00:00.000Z", finished: "2026-03-01T11:30:00.000Z" });
-    const partial = insertRun({ status: "partial", started: "2026-03-01T12:00:00.000Z", finished: "2026-03-01T12:02:00.000Z", resumeAfter: "2026-03-01T12:30:00.000Z", error: "quota wall" });
-    const running = insertRun({ status: "running", started: "2026-03-01T12:10:00.000Z", pid: 4242, byEndpoint: { workspace: 1, list: 3 } });
-    db.prepare("INSERT INTO sync_journal (run_id, at, kind, endpoint, status, retry_after, wait_ms, message) VALUES (?, ?, 'backoff', 'list', 429, '20', 20000, 'paused')")
-      .run(running, "2026-03-01T12:10:05.000Z");
-    const now = Date.parse("2026-03-01T12:10:10.000Z");
-
-    const r = readStatus(db, { database: path, runs: 2, notCleanLimit: 2, now });
-    expect(r.workspace).toEqual({ id: "ws-1", name: "Acme", checkedAt: "2026-03-01T12:10:00.000Z" });
-    expect(r.running).toEqual({ id: running, mode: "incremental", startedAt: "2026-03-01T12:10:00.000Z", pid: 4242 });
-    expect(r.lastSuccess).toEqual({ id: ok, mode: "full", finishedAt: "2026-03-01T11:30:00.000Z" });
-    expect(r.lastFullSuccess).toEqual({ id: ok, finishedAt: "2026-03-01T11:30:00.000Z" });
-    expect(r.runs.map((x) => [x.id, x.status, x.durationMs])).toEqual([
-      [running, "running", 10_000],
-      [partial, "partial", 120_000],
-    ]);
-    expect(r.runs[0]!.counters).toMatchObject({ skusListed: 30, skusFetched: 3, requests: 9, requestsByEndpoint: { workspace: 1, list: 3 }, responses429: 2, waitMs: 1500 });
-    expect(r.quota).toEqual({
-      state: "paused",
-      lastBackoff: {
-        runId: running, at: "2026-03-01T12:10:05.000Z", endpoint: "list", status: 429, retryAfter: "20", waitMs: 20000,
-        until: "2026-03-01T12:10:25.000Z", inForce: true, message: "paused",
-      },
-      resumeAfter: { runId: partial, at: "2026-03-01T12:30:00.000Z", inForce: true },
-    });
-    expect(r.notClean.pairs).toBe(3);
-    expect(r.notClean.skus).toBe(2);
-    expect(r.notClean.shown.map((i) => [i.skuId, i.locationId, i.status, i.notCleanSince, i.location])).toEqual([
-      ["S2", "L1", "failed", "2026-03-01T08:00:00.000Z", "WH / A / Shelf 1"],
-      ["S1", "L1", "dirty", "2026-03-01T09:00:00.000Z", "WH / A / Shelf 1"],
-    ]);
-
-    const text = formatStatus(r);
-    expect(text).toContain(`running       run ${running} (incremental) since 2026-03-01T12:10:00.000Z, pid 4242`);
-    expect(text).toContain("quota         paused until 2026-03-01T12:10:25.000Z (run 3: 429 on list, Retry-After 20)");
-    expect(text).toContain("scan not reflected: 3 SKU × location (2 SKUs) with freshness other than clean");
-    expect(text).toMatch(/2026-03-01T08:00:00.000Z\s+failed\s+SKU-2\s+Two\s+WH \/ A \/ Shelf 1/);
-    expect(text).toContain(`run ${partial}: requests list 1; resume after 2026-03-01T12:30:00.000Z; quota wall`);
-
-    // Later: the backoff is over, the wall too.
-    const later = readStatus(db, { database: path, runs: 10, notCleanLimit: 20, now: Date.parse("2026-03-01T13:00:00.000Z") });
-    expect(later.quota.state).toBe("clear");
-    expect(later.quota.lastBackoff?.inForce).toBe(false);
-    expect(later.quota.resumeAfter?.inForce).toBe(false);
-    expect(later.runs).toHaveLength(3);
-  });
-
-  it("an empty database", () => {
-    const r = readStatus(db, { database: path, runs: 10, notCleanLimit: 20 });
-    expect(r).toMatchObject({ workspace: null, running: null, lastSuccess: null, runs: [], quota: { state: "clear", lastBackoff: null, resumeAfter: null }, notClean: { pairs: 0, skus: 0, shown: [] } });
-    expect(formatStatus(r)).toContain("workspace     (none yet)");
   });
 });

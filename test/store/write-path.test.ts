@@ -43,7 +43,7 @@ afterEach(() => {
 });
 
 const listSku = (run: RunState, id = SKU) =>
-  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, { reason: () => "new" });
+  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, () => "new");
 const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
 
 describe("group commit", () => {
@@ -117,5 +117,46 @@ describe("history indexes during a backfill", () => {
     expect(historyIndexes()).toBe(0);
     expect(store.deferHistoryIndexes({ ...run, resumedFrom: null })).toBe(false);
     expect(dumpSchema(db)).toBe(SCHEMA);
+  });
+});
+
+describe("the end of a list walk", () => {
+  const item = (id: string) => ({ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }) as never;
+  const OTHER = "1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f";
+
+  it("saveLastPage stores the last page, sets list_done and applies the walk's misses and deletions, as one unit", async () => {
+    const first = store.startRun("full");
+    store.savePage(first, [item(SKU), item(OTHER)], null, () => "new");
+    store.finishRun(first.id, "succeeded");
+    const run = store.startRun("full");
+    store.savePage(run, [item(SKU)], "c1", () => null);
+    // The last page does not list OTHER again: one miss deletes it in a full walk.
+    const last = await store.grouped(() => store.saveLastPage(run, [], (_i, _f, prev) => (prev ? "changed" : "new"), 1));
+    expect(last).toEqual({ queued: [], deleted: 1 });
+    expect(db.prepare("SELECT list_cursor, list_done, skus_deleted, skus_listed FROM sync_runs WHERE id = ?").get(run.id)).toEqual({
+      list_cursor: null, list_done: 1, skus_deleted: 1, skus_listed: 1,
+    });
+    expect(db.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL").all()).toEqual([{ id: OTHER }]);
+  });
+
+  it("the decision function sees the store's state of each listed SKU and its reason is what is queued", () => {
+    const run = store.startRun("full");
+    const seen: unknown[] = [];
+    const queued = store.savePage(run, [item(SKU), item(OTHER)], null, (i, fingerprint, prev) => {
+      seen.push([(i as { id: string }).id, typeof fingerprint, prev]);
+      return (i as { id: string }).id === SKU ? "retried" : null;
+    });
+    expect(queued).toEqual([{ id: SKU, reason: "retried" }]);
+    expect(seen).toEqual([
+      [SKU, "string", undefined],
+      [OTHER, "string", undefined],
+    ]);
+    store.saveSku(run, SKU, detail(), [row(1)], true);
+    const again: unknown[] = [];
+    store.savePage(store.startRun("incremental"), [item(SKU)], null, (_i, _f, prev) => {
+      again.push(prev);
+      return null;
+    });
+    expect(again).toEqual([{ list_fingerprint: expect.any(String), fetched_walk_id: run.walkId, pending_walk_id: null, fail_count: 0, not_clean: 0 }]);
   });
 });

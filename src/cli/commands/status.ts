@@ -1,13 +1,14 @@
 /**
  * `inventory-mirror status`: the last runs with their outcome and counters, the
  * quota backoff state, and the SKU × locations whose latest scan is not reflected,
- * from the database alone: no key, no request. It opens the file read-only (WAL), so
- * it works while the daemon or a `sync` is writing.
+ * from the database alone: no key, no request. It reads through the store's status read
+ * model (store/status.ts, shared with the daemon), read-only (WAL), so it works while the
+ * daemon or a `sync` is writing.
  */
 import { loadConfig } from "../../core/config.js";
 import { ConfigError } from "../../core/errors.js";
-import { openDatabase, writerLockHeld } from "../../store/db.js";
-import { hasTable, readStatus, type RunSummary, type StatusReport } from "../../daemon/state.js";
+import { writerLockHeld } from "../../store/db.js";
+import { readStatusOf, type RunSummary, type StatusReport } from "../../store/status.js";
 import { flagsFrom } from "../common.js";
 import { forTerminal } from "../../core/terminal.js";
 
@@ -21,16 +22,7 @@ export default async function status(v: Values): Promise<number> {
   const runsRaw = v.runs === undefined ? String(DEFAULT_RUNS) : String(v.runs);
   const runs = Number(runsRaw);
   if (!/^\d+$/.test(runsRaw) || runs < 1 || runs > 1000) throw new ConfigError(`--runs: expected a whole number from 1 to 1000, got "${runsRaw}"`);
-  const db = openDatabase(config.dbPath, { readonly: true });
-  let report: StatusReport;
-  try {
-    if (!hasTable(db, "sync_runs")) {
-      throw new ConfigError(`${config.dbPath} is not an inventory-mirror database (no sync_runs table); run 'inventory-mirror sync --full' first or pass --db`);
-    }
-    report = readStatus(db, { database: config.dbPath, runs, notCleanLimit: NOT_CLEAN_SHOWN });
-  } finally {
-    db.close();
-  }
+  const report = readStatusOf(config.dbPath, { runs, notCleanLimit: NOT_CLEAN_SHOWN });
   // A run recorded as running whose process is gone (kill -9, a crash) is not running.
   if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.dbPath);
   process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(formatStatus(report))) + "\n");
