@@ -16,93 +16,93 @@ import { decideOutcome, MIN_FAILURES_TO_ABORT, syncExitCode, tooManyFailures, ty
 const TABLE = `
   fatal             abort            failures  status       exit  journal      error
   none              none             0         succeeded    0     -            -
-  none              none             12        partial      1     -            failures
+  none              none             1         partial      1     -            failures
   none              signal           0         interrupted  1     interrupted  interrupted
-  none              signal           12        interrupted  1     interrupted  interrupted
+  none              signal           1         interrupted  1     interrupted  interrupted
   none              deadline         0         partial      1     partial      deadline
-  none              deadline         12        partial      1     partial      deadline
+  none              deadline         1         partial      1     partial      deadline
   none              deadline+signal  0         interrupted  1     interrupted  interrupted
-  none              deadline+signal  12        interrupted  1     interrupted  interrupted
+  none              deadline+signal  1         interrupted  1     interrupted  interrupted
   auth              none             0         failed       3     error        fatal
-  auth              none             12        failed       3     error        fatal
+  auth              none             1         failed       3     error        fatal
   auth              signal           0         failed       3     error        fatal
-  auth              signal           12        failed       3     error        fatal
+  auth              signal           1         failed       3     error        fatal
   auth              deadline         0         partial      1     partial      deadline
-  auth              deadline         12        partial      1     partial      deadline
+  auth              deadline         1         partial      1     partial      deadline
   auth              deadline+signal  0         failed       3     error        fatal
-  auth              deadline+signal  12        failed       3     error        fatal
+  auth              deadline+signal  1         failed       3     error        fatal
   http              none             0         failed       1     error        fatal
-  http              none             12        failed       1     error        fatal
+  http              none             1         failed       1     error        fatal
   http              signal           0         failed       1     error        fatal
-  http              signal           12        failed       1     error        fatal
+  http              signal           1         failed       1     error        fatal
   http              deadline         0         partial      1     partial      deadline
-  http              deadline         12        partial      1     partial      deadline
+  http              deadline         1         partial      1     partial      deadline
   http              deadline+signal  0         failed       1     error        fatal
-  http              deadline+signal  12        failed       1     error        fatal
+  http              deadline+signal  1         failed       1     error        fatal
   network           none             0         failed       1     error        fatal
-  network           none             12        failed       1     error        fatal
+  network           none             1         failed       1     error        fatal
   network           signal           0         failed       1     error        fatal
-  network           signal           12        failed       1     error        fatal
+  network           signal           1         failed       1     error        fatal
   network           deadline         0         partial      1     partial      deadline
-  network           deadline         12        partial      1     partial      deadline
+  network           deadline         1         partial      1     partial      deadline
   network           deadline+signal  0         failed       1     error        fatal
-  network           deadline+signal  12        failed       1     error        fatal
+  network           deadline+signal  1         failed       1     error        fatal
   timeout           none             0         failed       1     error        fatal
-  timeout           none             12        failed       1     error        fatal
+  timeout           none             1         failed       1     error        fatal
   timeout           signal           0         failed       1     error        fatal
-  timeout           signal           12        failed       1     error        fatal
+  timeout           signal           1         failed       1     error        fatal
   timeout           deadline         0         partial      1     partial      deadline
-  timeout           deadline         12        partial      1     partial      deadline
+  timeout           deadline         1         partial      1     partial      deadline
   timeout           deadline+signal  0         failed       1     error        fatal
-  timeout           deadline+signal  12        failed       1     error        fatal
+  timeout           deadline+signal  1         failed       1     error        fatal
   invalid-response  none             0         failed       1     error        fatal
-  invalid-response  none             12        failed       1     error        fatal
+  invalid-response  none             1         failed       1     error        fatal
   invalid-response  signal           0         failed       1     error        fatal
-  invalid-response  signal           12        failed       1     error        fatal
+  invalid-response  signal           1         failed       1     error        fatal
   invalid-response  deadline         0         partial      1     partial      deadline
-  invalid-response  deadline         12        partial      1     partial      deadline
+  invalid-response  deadline         1         partial      1     partial      deadline
   invalid-response  deadline+signal  0         failed       1     error        fatal
-  invalid-response  deadline+signal  12        failed       1     error        fatal
+  invalid-response  deadline+signal  1         failed       1     error        fatal
   quota-wall        none             0         partial      1     partial      fatal
-  quota-wall        none             12        partial      1     partial      fatal
+  quota-wall        none             1         partial      1     partial      fatal
   quota-wall        signal           0         partial      1     partial      fatal
-  quota-wall        signal           12        partial      1     partial      fatal
+  quota-wall        signal           1         partial      1     partial      fatal
   quota-wall        deadline         0         partial      1     partial      deadline
-  quota-wall        deadline         12        partial      1     partial      deadline
+  quota-wall        deadline         1         partial      1     partial      deadline
   quota-wall        deadline+signal  0         partial      1     partial      fatal
-  quota-wall        deadline+signal  12        partial      1     partial      fatal
+  quota-wall        deadline+signal  1         partial      1     partial      fatal
   budget            none             0         partial      0     partial      fatal
-  budget            none             12        partial      0     partial      fatal
+  budget            none             1         partial      0     partial      fatal
   budget            signal           0         partial      0     partial      fatal
-  budget            signal           12        partial      0     partial      fatal
+  budget            signal           1         partial      0     partial      fatal
   budget            deadline         0         partial      1     partial      deadline
-  budget            deadline         12        partial      1     partial      deadline
+  budget            deadline         1         partial      1     partial      deadline
   budget            deadline+signal  0         partial      0     partial      fatal
-  budget            deadline+signal  12        partial      0     partial      fatal
+  budget            deadline+signal  1         partial      0     partial      fatal
   unreachable       none             0         partial      1     partial      fatal
-  unreachable       none             12        partial      1     partial      fatal
+  unreachable       none             1         partial      1     partial      fatal
   unreachable       signal           0         partial      1     partial      fatal
-  unreachable       signal           12        partial      1     partial      fatal
+  unreachable       signal           1         partial      1     partial      fatal
   unreachable       deadline         0         partial      1     partial      deadline
-  unreachable       deadline         12        partial      1     partial      deadline
+  unreachable       deadline         1         partial      1     partial      deadline
   unreachable       deadline+signal  0         partial      1     partial      fatal
-  unreachable       deadline+signal  12        partial      1     partial      fatal
+  unreachable       deadline+signal  1         partial      1     partial      fatal
   too-many-failed   none             0         failed       1     error        fatal
-  too-many-failed   none             12        failed       1     error        fatal
+  too-many-failed   none             1         failed       1     error        fatal
   too-many-failed   signal           0         failed       1     error        fatal
-  too-many-failed   signal           12        failed       1     error        fatal
+  too-many-failed   signal           1         failed       1     error        fatal
   too-many-failed   deadline         0         partial      1     partial      deadline
-  too-many-failed   deadline         12        partial      1     partial      deadline
+  too-many-failed   deadline         1         partial      1     partial      deadline
   too-many-failed   deadline+signal  0         failed       1     error        fatal
-  too-many-failed   deadline+signal  12        failed       1     error        fatal
+  too-many-failed   deadline+signal  1         failed       1     error        fatal
   local             none             0         failed       1     error        fatal
-  local             none             12        failed       1     error        fatal
+  local             none             1         failed       1     error        fatal
   local             signal           0         failed       1     error        fatal
-  local             signal           12        failed       1     error        fatal
+  local             signal           1         failed       1     error        fatal
   local             deadline         0         partial      1     partial      deadline
-  local             deadline         12        partial      1     partial      deadline
+  local             deadline         1         partial      1     partial      deadline
   local             deadline+signal  0         failed       1     error        fatal
-  local             deadline+signal  12        failed       1     error        fatal
+  local             deadline+signal  1         failed       1     error        fatal
 `;
 
 interface Row {
