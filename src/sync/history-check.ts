@@ -3,7 +3,7 @@
  * quantities its detail reports?
  *
  * An incremental sync stops paging history once it is past rows it already holds (see
- * `historyStop` in sync.ts). A row that arrived late with an older `occurredAt` deeper than
+ * `historyStop` in sku-work.ts). A row that arrived late with an older `occurredAt` deeper than
  * the lookback overlap is then missed, but it changed the quantity: this check sees that
  * the history no longer adds up, and the caller walks the SKU's whole history instead.
  *

@@ -7,24 +7,35 @@
  * The list walk and the per-SKU fetches are pipelined through a bounded queue, all
  * requests share one scheduler (quota, pauses, retries), and every unit of work is
  * committed with its own checkpoint, so a killed run resumes where it stopped.
+ *
+ * The story of a run, one file per chapter:
+ *   runSync          checks, lock, workspace, database, the run's row      (this file)
+ *   executeRun       producer and workers side by side, then the outcome   (this file)
+ *   walkAndPlan      locations, the list walk and its plan                 (list-walk.ts)
+ *   queueReverification  the stalest SKUs of an incremental run            (reverify.ts)
+ *   runWorker        one SKU fetched and saved, with an explicit result    (sku-work.ts)
+ *   decideOutcome    status, error, journal and exit code: pure functions  (outcome.ts)
+ * They share one RunContext (run-context.ts).
  */
 import type { Logger } from "../core/logger.js";
 import type { ResolvedConfig } from "../core/config.js";
-import { DEFAULTS } from "../core/defaults.js";
-import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
+import { describeError, SyncError, WorkspaceMismatchError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
-import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
+import type { WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient, type RequestTrace } from "../client/api-client.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, type DB } from "../store/db.js";
 import { peekDatabase } from "../store/runs.js";
-import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
+import { databaseBelongsToAnother, Store, type RunCounters, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
-import { WorkQueue } from "./queue.js";
-import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
-import { fetchDetail, fetchSku, walkList } from "./walker.js";
-import { planFull, planIncremental, reverifyShare, type PlanReason, type Planner } from "./planner.js";
+import { planFull, planIncremental, type PlanReason } from "./planner.js";
 import type { ProgressSink } from "./progress.js";
+import { newTally, reportProgress, RunStop, type RunContext } from "./run-context.js";
+import { RunJournal } from "./run-journal.js";
+import { SkuFeed } from "./sku-feed.js";
+import { walkAndPlan } from "./list-walk.js";
+import { runWorker } from "./sku-work.js";
+import { decideOutcome, type Outcome } from "./outcome.js";
 
 export interface SyncOptions {
   mode: RunMode;
@@ -72,16 +83,6 @@ export interface SyncResult {
   error: Error | null;
 }
 
-interface QueuedSku {
-  id: string;
-  /** Walk the whole history even in an incremental run (rotating re-verification). */
-  fullHistory: boolean;
-  /** Re-polled only because its stored freshness is not clean: detail first, history only if the detail moved. */
-  repoll: boolean;
-}
-
-/** Failed SKUs below this count never abort a run, whatever the share (small workspaces). */
-const MIN_FAILURES_TO_ABORT = 10;
 /** Ids buffered between the list walk and the workers. */
 const QUEUE_CAPACITY = 2_000;
 /** How often run counters are written while a run is going. */
@@ -154,46 +155,18 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   const started = Date.now();
   // One writer per file, decided before any request: a second process costs no quota.
   const lock = acquireWriterLock(config.dbPath);
-  const pendingJournal: JournalEntry[] = [];
-  let journalSink: ((e: JournalEntry) => void) | null = null;
-  const onEvent = (e: SchedulerEvent) => {
-    const entry = journalEntryFor(e);
-    if (!entry) return;
-    if (e.type === "suspicious") logger.warn({ endpoint: e.endpoint, status: e.status }, e.message);
-    if (e.type === "backoff") logger.warn({ endpoint: e.endpoint, status: e.status, retryAfter: e.retryAfter, waitMs: e.waitMs }, `backing off: ${e.message}`);
-    if (journalSink) journalSink(entry);
-    else pendingJournal.push(entry);
-  };
+  const journal = new RunJournal();
+  // A fatal error in one worker stops the others; the caller's signal and the run's deadline do too.
+  const stop = new RunStop(opts.signal, config.sync.maxRunMs);
   let store: Store | null = null;
   let walGuard: WalGuard | null = null;
   let api: ReturnType<typeof createApi> | null = null;
-  // Internal abort: a fatal error in one worker stops the others; the caller's signal does too.
-  const ac = new AbortController();
-  const onOuterAbort = () => ac.abort(opts.signal.reason);
-  // A run that never ends (a server that stalls without ever failing) stops here, resumable.
-  const deadline = setTimeout(() => {
-    const e = new SyncError(`the run reached its deadline of ${formatSeconds(config.sync.maxRunMs)} (sync.maxRunSeconds) and stopped; the next run resumes`);
-    e.deadline = true;
-    ac.abort(e);
-  }, config.sync.maxRunMs);
-  opts.signal.addEventListener("abort", onOuterAbort, { once: true });
-  const signal = ac.signal;
   try {
     // What the file already says, read without writing: its workspace, and a quota wall still in force.
     const peek = peekDatabase(config.dbPath);
-    const wall = peek?.resumeAfter ?? null;
-    if (wall !== null && opts.ignoreQuotaWall) {
-      const message = `quota wall until ${new Date(wall).toISOString()} ignored (--ignore-quota-wall)`;
-      logger.warn({ resumeAfter: new Date(wall).toISOString() }, message);
-      pendingJournal.push({ kind: "info", message });
-    }
-    api = createApi(config, opts.key, onEvent, opts.clock, wall !== null && !opts.ignoreQuotaWall ? wall : undefined, logger);
-    const { client, scheduler } = api;
-
-    // Who is this key for? Nothing is written before this and the database check pass.
-    const ws = await client.workspace(signal);
-    checkExpectedWorkspace(ws, config);
-    if (peek?.workspace && peek.workspace.id !== ws.workspace.id) throw databaseBelongsToAnother(peek.workspace, ws.workspace);
+    const pausedUntil = quotaWallToHonour(peek?.resumeAfter ?? null, opts, journal);
+    api = createApi(config, opts.key, (e) => journal.onSchedulerEvent(e, logger), opts.clock, pausedUntil, logger);
+    const ws = await identifyWorkspace(api.client, config, peek, stop.signal);
 
     const db = openDatabase(config.dbPath);
     store = new Store(db);
@@ -202,18 +175,14 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
     tuneWriter(db, config.storage.walCapBytes);
     store.bindWorkspace(ws);
     const run = store.startRun(opts.mode);
-    const s = store;
-    journalSink = (e) => s.journal(run.id, e);
-    for (const e of pendingJournal.splice(0)) journalSink(e);
-    if (run.mode !== opts.mode) logger.info({ runId: run.id, resumedFrom: run.resumedFrom }, `an unfinished ${run.mode} walk (run ${run.resumedFrom}) is resumed first: this run finishes it as a ${run.mode} run`);
-    logger.info({ runId: run.id, mode: run.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
+    journal.attach(store, run.id);
+    logRunStart(opts, run);
 
-    const result = await executeRun(run, s, client, scheduler, opts, signal, ac, ws);
+    const result = await executeRun(createRunContext({ opts, run, store, api, workspace: ws.workspace, stop }));
     result.durationMs = Date.now() - started;
     return result;
   } finally {
-    clearTimeout(deadline);
-    opts.signal.removeEventListener("abort", onOuterAbort);
+    stop.dispose();
     await api?.client.close().catch(() => {});
     walGuard?.stop();
     try {
@@ -225,258 +194,137 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   }
 }
 
-async function executeRun(
-  run: RunState,
-  store: Store,
+/**
+ * The pause a quota wall stored by the last run imposes on the scheduler (undefined: none).
+ * With `--ignore-quota-wall` the run starts anyway, and the journal says so.
+ */
+function quotaWallToHonour(wall: number | null, opts: SyncOptions, journal: RunJournal): number | undefined {
+  if (wall === null) return undefined;
+  if (!opts.ignoreQuotaWall) return wall;
+  const message = `quota wall until ${new Date(wall).toISOString()} ignored (--ignore-quota-wall)`;
+  opts.logger.warn({ resumeAfter: new Date(wall).toISOString() }, message);
+  journal.write({ kind: "info", message });
+  return undefined;
+}
+
+/** Who is this key for? Nothing is written before this and the database check pass. */
+async function identifyWorkspace(
   client: ApiClient,
-  scheduler: RequestScheduler,
-  opts: SyncOptions,
+  config: ResolvedConfig,
+  peek: ReturnType<typeof peekDatabase>,
   signal: AbortSignal,
-  ac: AbortController,
-  ws: WorkspaceResponse,
-): Promise<SyncResult> {
-  const { config, logger } = opts;
-  const incremental = run.mode === "incremental";
-  const planner: Planner = incremental ? planIncremental(run) : planFull(run);
+): Promise<WorkspaceResponse> {
+  const ws = await client.workspace(signal);
+  checkExpectedWorkspace(ws, config);
+  if (peek?.workspace && peek.workspace.id !== ws.workspace.id) throw databaseBelongsToAnother(peek.workspace, ws.workspace);
+  return ws;
+}
+
+function logRunStart({ mode, logger }: SyncOptions, run: RunState): void {
+  if (run.mode !== mode) logger.info({ runId: run.id, resumedFrom: run.resumedFrom }, `an unfinished ${run.mode} walk (run ${run.resumedFrom}) is resumed first: this run finishes it as a ${run.mode} run`);
+  logger.info({ runId: run.id, mode: run.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
+}
+
+function createRunContext(p: {
+  opts: SyncOptions;
+  run: RunState;
+  store: Store;
+  api: ReturnType<typeof createApi>;
+  workspace: { id: string; name: string };
+  stop: RunStop;
+}): RunContext {
+  const incremental = p.run.mode === "incremental";
+  return {
+    run: p.run,
+    store: p.store,
+    client: p.api.client,
+    scheduler: p.api.scheduler,
+    config: p.opts.config,
+    logger: p.opts.logger,
+    progress: p.opts.progress,
+    workspace: p.workspace,
+    incremental,
+    planner: incremental ? planIncremental(p.run) : planFull(p.run),
+    deleteAfterMisses: incremental ? 2 : 1,
+    stop: p.stop,
+    feed: new SkuFeed(QUEUE_CAPACITY, p.stop.signal),
+    tally: newTally(),
+  };
+}
+
+/**
+ * The run itself: the list walk (the producer) and the workers side by side, joined by the
+ * feed; then the outcome, decided from what stopped the run, and written.
+ */
+async function executeRun(ctx: RunContext): Promise<SyncResult> {
+  const { store, run, config, logger, tally } = ctx;
   // A backfill into an empty history builds the history's BI indexes once, at the end (store.ts).
   if (store.deferHistoryIndexes(run)) logger.info({ runId: run.id }, "backfill: the history's secondary indexes are built once the walk ends");
-  const deleteAfterMisses = incremental ? 2 : 1;
-  const counters = { listed: 0, planned: 0, fetched: 0, failed: 0, deleted: 0, locations: 0, rowsAdded: 0, deepWalks: 0, detailOnly: 0 };
-  const reasons: Record<PlanReason | "reverified", number> = { new: 0, changed: 0, repolled: 0, retried: 0, reverified: 0 };
-  let fatal: Error | null = null;
-  // A queued SKU carries whether its whole history is walked even in an incremental run (rotating re-verification).
-  const queue = new WorkQueue<QueuedSku>(QUEUE_CAPACITY);
-  // Memory stays flat whatever the workspace size: no set of every SKU id. A SKU is queued at
-  // most once per run because the database says what is done (fetched in this walk: the
-  // planner skips it), `active` holds what is queued or in a worker's hands (at most the
-  // queue's capacity plus the workers), and `settled` what ended in this run without being
-  // fetched (failed or vanished: exceptional, and bounded by maxFailedShare).
-  const active = new Set<string>();
-  const settled = new Set<string>();
-  let enqueuedCount = 0;
-  let total: number | null = null;
-  let snapshotSaved = false;
-  const alreadyDone = run.resumedFrom ? store.countFetchedInWalk(run.walkId) : 0;
-
-  const fail = (err: Error) => {
-    if (!fatal) fatal = err;
-    queue.clear();
-    ac.abort(err);
-  };
-  // Any abort (a signal, a fatal error) releases a producer blocked on a full queue: the
-  // workers stop taking, and what was queued stays queued in sku_sync for the next run.
-  signal.addEventListener("abort", () => queue.clear(), { once: true });
-  const flush = () =>
-    store.saveRunCounters(run.id, {
-      requests: scheduler.stats.requests,
-      requestsByEndpoint: scheduler.stats.byEndpoint,
-      requestsByStatus: scheduler.stats.byStatus,
-      responses429: scheduler.stats.rateLimited,
-      responses503: scheduler.stats.unavailable,
-      retries: scheduler.stats.retries,
-      waitMs: scheduler.stats.waitMs,
-    });
-  const flushTimer = setInterval(flush, COUNTER_FLUSH_MS);
+  tally.alreadyDone = run.resumedFrom ? store.countFetchedInWalk(run.walkId) : 0;
+  const flushCounters = () => store.saveRunCounters(run.id, runCounters(ctx.scheduler));
+  const flushTimer = setInterval(flushCounters, COUNTER_FLUSH_MS);
   flushTimer.unref();
-  const report = () =>
-    opts.progress?.update({
-      done: alreadyDone + counters.fetched,
-      failed: counters.failed,
-      total,
-      requests: scheduler.stats.requests,
-      waitMs: scheduler.stats.waitMs,
-      pausedUntil: scheduler.pausedUntil,
-    });
-
-  const enqueue = async (id: string, fullHistory = false, repoll = false): Promise<boolean> => {
-    if (active.has(id) || settled.has(id)) return false;
-    active.add(id);
-    enqueuedCount++;
-    await queue.put({ id, fullHistory, repoll });
-    return true;
-  };
-
-  const produce = async () => {
-    try {
-      const loc = await client.locations(signal);
-      counters.locations = store.saveLocations(run.id, loc.locations, deleteAfterMisses).seen;
-      // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
-      if (run.resumedFrom) for (const id of store.pendingSkus(run.walkId)) await enqueue(id);
-      if (!run.listDone) {
-        for await (const page of walkList(client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, signal)) {
-          if (page.restarted) {
-            store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
-            logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
-          }
-          // The root summaries and totals cover the whole result, so the first page's are the run's snapshot.
-          if (!snapshotSaved) {
-            store.saveSnapshot(run.id, page.roots, page.summary);
-            snapshotSaved = true;
-          }
-          if (page.summary?.skuCount != null && total === null && !incremental) total = page.summary.skuCount;
-          // The last page and the end of the walk (misses, deletions) commit together: a run
-          // stopped after it must not leave list_done set with the walk's deletions not applied,
-          // since a resumed run skips the list walk.
-          const queued = await store.grouped(() => {
-            if (page.nextCursor !== null) return store.savePage(run, page.items, page.nextCursor, planner.reason);
-            const last = store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses);
-            counters.deleted = last.deleted;
-            return last.queued;
-          });
-          counters.listed += page.items.length;
-          counters.planned += queued.length;
-          logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: counters.listed }, "list page saved");
-          for (const q of queued) {
-            reasons[q.reason]++;
-            await enqueue(q.id, false, q.reason === "repolled");
-          }
-          if (signal.aborted) return;
-        }
-        if (incremental) {
-          // What the list cannot show (a transfer inside one root, a SET confirming the same
-          // count) is caught by re-verifying, each cycle, the SKUs verified longest ago.
-          const share = reverifyShare(store.countCurrentSkus(), cycleIntervalMs(store, run), config.sync.reverifyWindowHours * 3_600_000);
-          let due = Math.max(share, store.countVerifiedBefore(new Date(Date.now() - config.sync.reverifyWindowHours * 3_600_000).toISOString()));
-          // In slices, so a cycle where every SKU is due does not hold every id at once.
-          while (due > 0 && !signal.aborted) {
-            const ids = store.queueStalest(run.walkId, Math.min(due, QUEUE_CAPACITY));
-            if (ids.length === 0) break;
-            due -= ids.length;
-            for (const id of ids) {
-              if (await enqueue(id, true)) {
-                reasons.reverified++;
-                counters.planned++;
-              }
-            }
-          }
-        }
-      }
-      if (total === null) total = alreadyDone + enqueuedCount;
-    } catch (err) {
-      if (!signal.aborted) fail(err as Error);
-    } finally {
-      queue.close();
-    }
-  };
-
-  const work = async () => {
-    for (;;) {
-      const next = await queue.take();
-      if (next.done || signal.aborted) return;
-      const skuId = next.value.id;
-      let done = false;
-      try {
-        // A re-poll costs one request when the detail shows nothing new (issue 10 §3).
-        const polled = next.value.repoll ? await fetchDetail(client, skuId, signal) : undefined;
-        if (polled && store.detailMatchesStored(skuId, polled) && historyAddsUp(store, skuId, polled, [])) {
-          await store.grouped(() => store.saveSku(run, skuId, polled, [], false, { historyWalked: false }));
-          done = true;
-          counters.fetched++;
-          counters.detailOnly++;
-          continue;
-        }
-        const enough = incremental && !next.value.fullHistory ? historyStop(store, skuId, config.sync.historyOverlapRows) : undefined;
-        let f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, ...(enough ? { enough } : {}), ...(polled ? { detail: polled } : {}) }, signal);
-        if (!f.complete && !historyAddsUp(store, skuId, f.detail, f.history)) {
-          // A row arrived late, deeper than the lookback overlap: walk the whole history.
-          counters.deepWalks++;
-          logger.debug({ skuId }, "history does not add up to the detail's quantities: walking all of it");
-          f = await fetchSku(client, skuId, { historyLimit: DEFAULTS.historyPageSize, detail: f.detail }, signal);
-        }
-        // Committed with whatever other workers finished in the same turn (one COMMIT for all);
-        // awaited, so a worker never holds more than one uncommitted SKU.
-        const saved = await store.grouped(() => store.saveSku(run, skuId, f.detail, f.history, f.complete));
-        done = true;
-        counters.fetched++;
-        counters.rowsAdded += saved.rowsAdded;
-        logger.debug({ skuId, historyRows: f.history.length, rowsAdded: saved.rowsAdded, requests: f.requests, complete: f.complete }, "SKU saved");
-      } catch (err) {
-        if (signal.aborted) return;
-        if (!(err instanceof ApiError) || err.kind === "auth" || err.kind === "quota-wall" || err.kind === "budget" || err.kind === "unreachable") return fail(err as Error);
-        if (err.endpoint === "detail" && err.status === 404) {
-          store.skuVanished(run.id, skuId);
-          continue;
-        }
-        counters.failed++;
-        store.skuFailed(run.id, skuId, err.endpoint, err.status, err.message);
-        logger.warn({ skuId, endpoint: err.endpoint, status: err.status }, `SKU failed: ${err.message}`);
-        const share = counters.failed / Math.max(1, counters.planned + alreadyDone);
-        if (counters.failed >= MIN_FAILURES_TO_ABORT && share > config.sync.maxFailedShare) {
-          fail(new SyncError(`${counters.failed} SKUs failed (${(share * 100).toFixed(1)}% > sync.maxFailedShare ${config.sync.maxFailedShare * 100}%); last: ${err.message}`));
-        }
-      } finally {
-        // Fetched (the database now says so), or settled for this run: either way no longer in hand.
-        active.delete(skuId);
-        if (!done) settled.add(skuId);
-        report();
-      }
-    }
-  };
-
-  report();
-  await Promise.all([produce(), ...Array.from({ length: config.concurrency }, work)]);
-  store.flushGroup();
-  clearInterval(flushTimer);
-  flush();
-  store.saveRunPlan(run.id, { ...reasons, budget: config.sync.maxRequests });
-
-  let status: RunStatus;
-  let error: Error | null = fatal;
-  let resumeAfter: string | null = null;
-  const fatalErr = fatal as Error | null;
-  const stopped = ac.signal.reason;
-  if (stopped instanceof SyncError && stopped.deadline && !opts.signal.aborted) {
-    status = "partial";
-    error = stopped;
-    store.journal(run.id, { kind: "partial", message: stopped.message });
-  } else if (fatalErr instanceof ApiError && (fatalErr.kind === "quota-wall" || fatalErr.kind === "budget" || fatalErr.kind === "unreachable")) {
-    status = "partial";
-    if (fatalErr.kind === "unreachable") {
-      store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, message: `${fatalErr.message}` });
-    } else if (fatalErr.kind === "quota-wall") {
-      resumeAfter = fatalErr.resumeAfter ? new Date(fatalErr.resumeAfter).toISOString() : null;
-      store.journal(run.id, { kind: "partial", endpoint: fatalErr.endpoint, status: fatalErr.status, message: `quota wall: resume after ${resumeAfter}` });
-    } else {
-      store.journal(run.id, { kind: "partial", message: `request budget of ${config.sync.maxRequests} spent; remaining work stays queued` });
-    }
-  } else if (fatalErr) {
-    status = "failed";
-  } else if (opts.signal.aborted) {
-    status = "interrupted";
-    error = new SyncError("interrupted before the run finished; the next 'sync' resumes it");
-    store.journal(run.id, { kind: "interrupted", message: "stopped by signal; the next run resumes the walk" });
-  } else if (counters.failed > 0) {
-    status = "partial";
-    error = new SyncError(`${counters.failed} SKU(s) failed and stay queued; the next run retries them (see sync_journal)`);
-  } else {
-    status = "succeeded";
+  reportProgress(ctx);
+  try {
+    await Promise.all([walkAndPlan(ctx), ...Array.from({ length: config.concurrency }, () => runWorker(ctx))]);
+  } finally {
+    clearInterval(flushTimer);
   }
-  if (error && status === "failed") store.journal(run.id, { kind: "error", message: describeError(error) });
-  if (status !== "interrupted") {
+  store.flushGroup();
+  flushCounters();
+  store.saveRunPlan(run.id, { ...tally.plan, budget: config.sync.maxRequests });
+
+  const { stop } = ctx;
+  const outcome = decideOutcome({ fatal: stop.fatal, stopReason: stop.reason, interrupted: stop.interrupted, failed: tally.failed, maxRequests: config.sync.maxRequests });
+  finishRun(ctx, outcome);
+  return syncResult(ctx, outcome);
+}
+
+function runCounters(scheduler: RequestScheduler): RunCounters {
+  const { stats } = scheduler;
+  return {
+    requests: stats.requests,
+    requestsByEndpoint: stats.byEndpoint,
+    requestsByStatus: stats.byStatus,
+    responses429: stats.rateLimited,
+    responses503: stats.unavailable,
+    retries: stats.retries,
+    waitMs: stats.waitMs,
+  };
+}
+
+/** The run's end in the database: the outcome's journal entries, the deferred history indexes, the run's row. */
+function finishRun(ctx: RunContext, outcome: Outcome): void {
+  const { store, run, logger } = ctx;
+  for (const e of outcome.journal) store.journal(run.id, e);
+  if (outcome.status !== "interrupted") {
     // Interrupted runs leave it to the next run, so a SIGTERM is never held up by an index build.
     const t0 = Date.now();
     const built = store.restoreHistoryIndexes();
     if (built) logger.info({ runId: run.id, indexes: built, ms: Date.now() - t0 }, "history indexes built");
   }
-  store.finishRun(run.id, status, error ? describeError(error) : null, resumeAfter);
-  logger.info({ runId: run.id, status, plan: reasons }, `sync ${status}`);
+  store.finishRun(run.id, outcome.status, outcome.error ? describeError(outcome.error) : null, outcome.resumeAfter);
+  logger.info({ runId: run.id, status: outcome.status, plan: ctx.tally.plan }, `sync ${outcome.status}`);
+}
 
+function syncResult(ctx: RunContext, outcome: Outcome): SyncResult {
+  const { run, tally, scheduler } = ctx;
   return {
     runId: run.id,
     mode: run.mode,
-    status,
+    status: outcome.status,
     resumedFrom: run.resumedFrom,
-    workspace: ws.workspace,
-    skusListed: counters.listed,
-    skusPlanned: counters.planned,
-    plan: reasons,
-    skusFetched: counters.fetched,
-    skusFailed: counters.failed,
-    skusDeleted: counters.deleted,
-    locations: counters.locations,
-    historyRowsAdded: counters.rowsAdded,
-    historyDeepWalks: counters.deepWalks,
-    repolledDetailOnly: counters.detailOnly,
+    workspace: ctx.workspace,
+    skusListed: tally.listed,
+    skusPlanned: tally.planned,
+    plan: tally.plan,
+    skusFetched: tally.fetched,
+    skusFailed: tally.failed,
+    skusDeleted: tally.deleted,
+    locations: tally.locations,
+    historyRowsAdded: tally.rowsAdded,
+    historyDeepWalks: tally.deepWalks,
+    repolledDetailOnly: tally.detailOnly,
     requests: scheduler.stats.requests,
     requestsByEndpoint: { ...scheduler.stats.byEndpoint },
     requestsByStatus: { ...scheduler.stats.byStatus },
@@ -485,84 +333,7 @@ async function executeRun(
     retries: scheduler.stats.retries,
     waitMs: scheduler.stats.waitMs,
     durationMs: 0,
-    resumeAfter,
-    error,
+    resumeAfter: outcome.resumeAfter,
+    error: outcome.error,
   };
-}
-
-/**
- * Incremental history: pages come newest first; stop once the walk has reached rows
- * already stored and then gone `overlap` known rows further, and past the whole group
- * of rows sharing the first known row's occurredAt (ties). The overlap catches rows
- * that arrived late with an older occurredAt, down to that depth.
- */
-export function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
-  let firstKnownAt: string | null = null;
-  let knownAfter = 0;
-  // Copies seen so far per content, so the nth identical row is known only if n copies are stored (historyCopies).
-  const copies = new Map<string, number>();
-  return (_rows, lastPage) => {
-    let last: HistoryRow | undefined;
-    for (const r of lastPage) {
-      const rowKey = historyRowKey(r);
-      const dupIndex = copies.get(rowKey) ?? 0;
-      copies.set(rowKey, dupIndex + 1);
-      if (store.hasHistoryRow(skuId, { rowKey, dupIndex })) {
-        if (firstKnownAt === null) firstKnownAt = r.occurredAt;
-        knownAfter++;
-      }
-      last = r;
-    }
-    return firstKnownAt !== null && knownAfter > overlap && last !== undefined && last.occurredAt < firstKnownAt;
-  };
-}
-
-/**
- * Do the newest pages just fetched, followed by the older rows already stored, explain the
- * detail's quantities? The fetched rows come first, in the server's order.
- */
-function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetched: HistoryRow[]): boolean {
-  const rows: ReplayableRow[] = [...fetched];
-  const fetchedKeys = new Set(historyCopies(fetched).map(copyId));
-  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r))) rows.push(r);
-  return unexplainedLeaves(rows, detail).length === 0;
-}
-
-/** The cadence of incremental runs, measured: time since the previous one started (1 min to 1 day); 5 min when unknown. */
-function cycleIntervalMs(store: Store, run: RunState): number {
-  const prev = store.previousIncrementalStart(run.id);
-  const gap = prev !== null ? Date.now() - prev : 5 * 60_000;
-  return Math.min(Math.max(gap, 60_000), 86_400_000);
-}
-
-function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
-  switch (e.type) {
-    case "backoff":
-      return {
-        kind: "backoff",
-        endpoint: e.endpoint,
-        status: e.status,
-        retryAfter: e.retryAfter,
-        waitMs: e.waitMs,
-        message: `${e.scope === "all" ? "all workers paused" : "request backed off"} ${Math.round(e.waitMs)} ms before attempt ${e.attempt + 1}: ${e.message}`,
-      };
-    case "failure":
-      return { kind: "error", endpoint: e.endpoint, status: e.status, message: e.message };
-    case "rate":
-      return { kind: "rate", message: describeRate(e) };
-    case "suspicious":
-      return { kind: "suspicious", endpoint: e.endpoint, status: e.status, retryAfter: e.retryAfter, message: e.message };
-  }
-}
-
-function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
-  const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
-  const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
-  const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;
-  return `send rate ${rate} (${e.phase}${quota}), up to ${e.inFlightLimit} in flight`;
-}
-
-function formatSeconds(ms: number): string {
-  const s = ms / 1000;
-  return s >= 3600 ? `${+(s / 3600).toFixed(2)} h` : s >= 60 ? `${+(s / 60).toFixed(1)} min` : `${+s.toFixed(1)} s`;
 }

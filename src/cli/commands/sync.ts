@@ -1,10 +1,10 @@
 /** `inventory-mirror sync [--full]`: one run, then exit. */
-import { EXIT } from "../../core/errors.js";
 import { DEFAULTS } from "../../core/defaults.js";
 import { runSync, type SyncResult } from "../../sync/sync.js";
+import { syncExitCode } from "../../sync/outcome.js";
 import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress.js";
 import { abortOnSignals, setup } from "../common.js";
-import { ApiError, describeError } from "../../core/errors.js";
+import { describeError } from "../../core/errors.js";
 import { redactSecrets } from "../../core/secret.js";
 import { forTerminal } from "../../core/terminal.js";
 
@@ -23,13 +23,9 @@ export default async function sync(v: Record<string, unknown>): Promise<number> 
   }
   if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
   else process.stdout.write(forTerminal(summarize(result)) + "\n");
-  if (result.status === "succeeded") return EXIT.ok;
-  // A run stopped by the budget the user set did what was asked: its work stays queued for the next run.
-  const budget = result.error instanceof ApiError && result.error.kind === "budget";
-  if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${forTerminal(redactSecrets(describeError(result.error)))}\n`);
-  if (budget) return EXIT.ok;
-  if (result.error instanceof ApiError) return result.error.exitCode;
-  return EXIT.syncFailed;
+  if (result.status !== "succeeded" && result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${forTerminal(redactSecrets(describeError(result.error)))}\n`);
+  // The outcome table (src/sync/outcome.ts): 0 also for a run stopped by the budget the user set.
+  return syncExitCode(result.status, result.error);
 }
 
 export function summarize(r: SyncResult): string {

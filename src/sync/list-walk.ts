@@ -1,0 +1,81 @@
+/**
+ * The producer side of a run: the locations tree, what a resumed walk had left queued, the
+ * list walk (each page saved with its plan and checkpoint, the planned SKUs fed to the
+ * workers), then, in an incremental run, the SKUs due for re-verification.
+ */
+import { DEFAULTS } from "../core/defaults.js";
+import { walkList, type ListPage } from "./walker.js";
+import { queueReverification } from "./reverify.js";
+import type { RunContext } from "./run-context.js";
+import type { Planner } from "./planner.js";
+import type { RunState, Store } from "../store/store.js";
+
+/** Everything the workers are to fetch in this run, queued in order; the feed is closed at the end, whatever happens. */
+export async function walkAndPlan(ctx: RunContext): Promise<void> {
+  const { run, stop, feed, tally } = ctx;
+  try {
+    await saveLocationTree(ctx);
+    // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
+    if (run.resumedFrom) for (const id of ctx.store.pendingSkus(run.walkId)) await feed.offer(id);
+    if (!run.listDone) {
+      if (!(await walkListPages(ctx))) return;
+      if (ctx.incremental) await queueReverification(ctx);
+    }
+    if (tally.total === null) tally.total = tally.alreadyDone + feed.enqueued;
+  } catch (err) {
+    if (!stop.signal.aborted) stop.fail(err as Error);
+  } finally {
+    feed.close();
+  }
+}
+
+async function saveLocationTree(ctx: RunContext): Promise<void> {
+  const loc = await ctx.client.locations(ctx.stop.signal);
+  ctx.tally.locations = ctx.store.saveLocations(ctx.run.id, loc.locations, ctx.deleteAfterMisses).seen;
+}
+
+/** Every list page from the walk's checkpoint on. False when the run stopped before the walk's end. */
+async function walkListPages(ctx: RunContext): Promise<boolean> {
+  const { run, stop, tally } = ctx;
+  let snapshotSaved = false;
+  for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, stop.signal)) {
+    if (page.restarted) {
+      ctx.store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
+      ctx.logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
+    }
+    // The root summaries and totals cover the whole result, so the first page's are the run's snapshot.
+    if (!snapshotSaved) {
+      ctx.store.saveSnapshot(run.id, page.roots, page.summary);
+      snapshotSaved = true;
+    }
+    if (page.summary?.skuCount != null && tally.total === null && !ctx.incremental) tally.total = page.summary.skuCount;
+    await savePageAndQueue(ctx, page);
+    if (stop.signal.aborted) return false;
+  }
+  return true;
+}
+
+/**
+ * One list page with its plan. The last page and the end of the walk (misses, deletions)
+ * commit together (Store.saveLastPage): a run stopped after it must not leave list_done set
+ * with the walk's deletions not applied, since a resumed run skips the list walk. `deleted`
+ * is null before the last page.
+ */
+function savePlannedPage(store: Store, run: RunState, page: ListPage, planner: Planner, deleteAfterMisses: number) {
+  if (page.nextCursor !== null) return { queued: store.savePage(run, page.items, page.nextCursor, planner.reason), deleted: null };
+  return store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses);
+}
+
+/** One page saved with the planner's decisions, then the SKUs it planned fed to the workers. */
+async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> {
+  const { store, run, tally } = ctx;
+  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, ctx.deleteAfterMisses));
+  if (deleted !== null) tally.deleted = deleted;
+  tally.listed += page.items.length;
+  tally.planned += queued.length;
+  ctx.logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: tally.listed }, "list page saved");
+  for (const q of queued) {
+    tally.plan[q.reason]++;
+    await ctx.feed.offer(q.id, false, q.reason === "repolled");
+  }
+}

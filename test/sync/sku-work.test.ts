@@ -1,0 +1,73 @@
+/**
+ * One SKU's result (src/sync/sku-work.ts, classifySkuError): which errors end the run, which
+ * only that SKU (it stays queued), and which mean it is gone from the server. And the feed
+ * between the list walk and the workers (src/sync/sku-feed.ts): a SKU is in hand at most once.
+ */
+import { describe, expect, it } from "vitest";
+import { ApiError, StoreError, type ApiErrorKind } from "../../src/core/errors.js";
+import type { EndpointName } from "../../src/core/defaults.js";
+import { classifySkuError } from "../../src/sync/sku-work.js";
+import { SkuFeed } from "../../src/sync/sku-feed.js";
+
+const api = (kind: ApiErrorKind, endpoint: EndpointName, status: number | null = null) => new ApiError(`${endpoint}: ${kind} ${status ?? ""}`, { kind, endpoint, status });
+
+describe("classifySkuError", () => {
+  it.each([
+    ["a refused key", api("auth", "detail", 401), "fatal"],
+    ["a quota wall", api("quota-wall", "history", 429), "fatal"],
+    ["a spent budget", api("budget", "detail"), "fatal"],
+    ["an unreachable server", api("unreachable", "history"), "fatal"],
+    ["a local error (the database)", new StoreError("disk I/O error"), "fatal"],
+    ["something that is not an Error", "boom", "fatal"],
+    ["detail 404: the SKU is gone", api("http", "detail", 404), "vanished"],
+    ["history 404: not a vanished SKU", api("http", "history", 404), "failed"],
+    ["detail 500", api("http", "detail", 500), "failed"],
+    ["detail 410", api("http", "detail", 410), "failed"],
+    ["a network error", api("network", "detail"), "failed"],
+    ["a timeout", api("timeout", "history"), "failed"],
+    ["an invalid response (a detail for another SKU)", api("invalid-response", "detail"), "failed"],
+  ])("%s -> %s", (_name, err, kind) => {
+    const result = classifySkuError(err, false);
+    expect(result.kind).toBe(kind);
+    if (result.kind === "failed" || result.kind === "fatal") expect(result.error).toBe(err);
+  });
+
+  it("anything met after the run was stopped is 'stopped', not a failure or a fatal error", () => {
+    for (const err of [api("http", "detail", 404), api("auth", "detail", 401), api("network", "history"), new DOMException("aborted", "AbortError")]) {
+      expect(classifySkuError(err, true)).toEqual({ kind: "stopped" });
+    }
+  });
+});
+
+describe("SkuFeed", () => {
+  it("queues a SKU once while it is in hand; once settled without being fetched, not again in this run", async () => {
+    const feed = new SkuFeed(10, new AbortController().signal);
+    expect(await feed.offer("a")).toBe(true);
+    expect(await feed.offer("a", true)).toBe(false);
+    expect(await feed.offer("b", true, false)).toBe(true);
+    expect(feed.enqueued).toBe(2);
+    const first = await feed.take();
+    expect(first).toEqual({ done: false, value: { id: "a", fullHistory: false, repoll: false } });
+    feed.release("a", false);
+    expect(await feed.offer("a")).toBe(false);
+    const second = await feed.take();
+    expect(second.value).toEqual({ id: "b", fullHistory: true, repoll: false });
+    feed.release("b", true);
+    expect(await feed.offer("b")).toBe(true);
+    expect(feed.enqueued).toBe(3);
+  });
+
+  it("an abort releases a producer blocked on a full queue and drops what was queued", async () => {
+    const ac = new AbortController();
+    const feed = new SkuFeed(1, ac.signal);
+    await feed.offer("a");
+    let returned = false;
+    const blocked = feed.offer("b").then(() => (returned = true));
+    await Promise.resolve();
+    expect(returned).toBe(false);
+    ac.abort();
+    await blocked;
+    expect(returned).toBe(true);
+    expect(await feed.take()).toEqual({ done: true, value: undefined });
+  });
+});
