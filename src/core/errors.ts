@@ -1,6 +1,7 @@
 /**
  * One error class per boundary. Each message says what went wrong and what to do;
- * `cause` is kept; each layer adds its context (endpoint, SKU id, field). No message
+ * `cause` is kept; context travels as fields (endpoint, SKU id, status, code, Retry-After),
+ * and a message is written once, where that context is known, never edited afterwards. No message
  * ever contains the developer key: the client never puts it anywhere but a header,
  * and `redactSecrets` is applied to any text that came from elsewhere.
  */
@@ -39,28 +40,39 @@ export class ApiError extends Error {
   override name = "ApiError";
   readonly kind: ApiErrorKind;
   readonly endpoint: EndpointName;
+  /** The SKU the request was about (detail, history), when there was one. */
+  readonly skuId: string | null;
   readonly status: number | null;
   /** `error.code` from the server's error body, when it sent one. */
   readonly code: string | null;
   /** For quota-wall: the epoch ms after which a retry may be made. */
   readonly resumeAfter: number | null;
+  /**
+   * The response's Retry-After header as the server sent it (scrubbed of the key, clipped),
+   * or null: what the scheduler reads to decide how long to wait.
+   */
+  readonly retryAfter: string | null;
   constructor(
     message: string,
     init: {
       kind: ApiErrorKind;
       endpoint: EndpointName;
+      skuId?: string | null;
       status?: number | null;
       code?: string | null;
       resumeAfter?: number | null;
+      retryAfter?: string | null;
       cause?: unknown;
     },
   ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.kind = init.kind;
     this.endpoint = init.endpoint;
+    this.skuId = init.skuId ?? null;
     this.status = init.status ?? null;
     this.code = init.code ?? null;
     this.resumeAfter = init.resumeAfter ?? null;
+    this.retryAfter = init.retryAfter ?? null;
   }
   get exitCode(): number {
     return this.kind === "auth" ? EXIT.auth : EXIT.syncFailed;

@@ -15,6 +15,7 @@ import { ApiError, describeError, SyncError, WorkspaceMismatchError } from "../c
 import type { Secret } from "../core/secret.js";
 import type { DetailResponse, HistoryRow, WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient, type RequestTrace } from "../client/api-client.js";
+import { poolTransport } from "../client/transport.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, peekDatabase, type DB } from "../store/db.js";
 import { copyId, databaseBelongsToAnother, historyCopies, historyRowKey, Store, type JournalEntry, type RunMode, type RunState, type RunStatus } from "../store/store.js";
@@ -114,6 +115,7 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     key,
     scheduler,
     http: { ...config.http, connections: config.concurrency },
+    transport: poolTransport,
     ...(logger?.isLevelEnabled("trace") ? { onRequest: (r: RequestTrace) => logger.trace(r, "request") } : {}),
   });
   return { client, scheduler };
