@@ -14,7 +14,16 @@ export const EXIT = {
   usage: 2,
   auth: 3,
   workspace: 4,
+  /** Stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention, so a script sees it was interrupted. */
+  sigint: 130,
+  /** A one-shot command stopped by SIGTERM: 128 + 15. (The daemon's SIGTERM is its normal stop: 0.) */
+  sigterm: 143,
 } as const;
+
+/** The exit code of a command stopped by `sig` (130 or 143). */
+export function exitCodeOfSignal(sig: "SIGINT" | "SIGTERM"): number {
+  return sig === "SIGINT" ? EXIT.sigint : EXIT.sigterm;
+}
 
 /** A mistake in flags, environment or config file. Exit 2, before any request is made. */
 export class ConfigError extends Error {

@@ -9,7 +9,8 @@
  * starts the HTTP endpoint, the trigger and (when due) a catch-up run; `stop()`
  * stops the trigger, aborts the controller (the run in hand finishes the
  * transaction in hand and records itself 'interrupted'; the next run resumes its
- * walk), waits for that run, and closes the HTTP endpoint.
+ * walk), waits for that run, closes the HTTP endpoint, and closes the database last
+ * with a connection that removes -wal and -shm (store/wal-files.ts).
  *
  * Rules:
  * - Runs never overlap. A tick that finds a run in progress (any mode) is skipped,
@@ -40,6 +41,7 @@ import { ApiError, ConfigError, describeError, StoreError, SyncError, WorkspaceM
 import type { Logger } from "../core/logger.js";
 import { redactSecrets, type Secret } from "../core/secret.js";
 import type { RunMode } from "../store/store.js";
+import { releaseWalFiles } from "../store/wal-files.js";
 import { LogProgress, type ProgressSink, type ProgressUpdate } from "../sync/progress.js";
 import { runSync, type SyncOptions, type SyncResult } from "../sync/sync.js";
 import { startHttp, type DaemonHttp, type Readiness } from "./http.js";
@@ -198,7 +200,8 @@ export class Daemon {
 
   /**
    * Stop scheduling, interrupt the run in hand (it ends after the transaction in hand,
-   * recorded 'interrupted'), wait for it, close the HTTP endpoint. Idempotent.
+   * recorded 'interrupted'), wait for it, close the HTTP endpoint, and leave no -wal/-shm
+   * beside the database. Idempotent.
    */
   stop(reason: unknown = new Error("daemon stopping")): Promise<void> {
     if (this.stopping) return this.stopping;
@@ -212,6 +215,7 @@ export class Daemon {
       }
       await this.http?.close();
       this.http = null;
+      this.releaseDatabase();
       this.logger.info("daemon stopped");
     })();
     return this.stopping;
@@ -365,6 +369,15 @@ export class Daemon {
     } finally {
       progress.finish();
       this.metrics.running.labels(mode).set(0);
+    }
+  }
+
+  /** The state reads between runs used read-only connections, which leave -wal/-shm behind: the last close removes them. */
+  private releaseDatabase(): void {
+    try {
+      releaseWalFiles(this.config.dbPath);
+    } catch (err) {
+      this.logger.warn({ err }, "could not remove the database's -wal/-shm files at stop (the database is consistent)");
     }
   }
 

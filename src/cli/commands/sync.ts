@@ -1,5 +1,5 @@
 /** `inventory-mirror sync [--full]`: one run, then exit. */
-import { EXIT } from "../../core/errors.js";
+import { EXIT, exitCodeOfSignal } from "../../core/errors.js";
 import { DEFAULTS } from "../../core/defaults.js";
 import { runSync, type SyncResult } from "../../sync/sync.js";
 import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress.js";
@@ -11,22 +11,35 @@ import { forTerminal } from "../../core/terminal.js";
 export default async function sync(v: Record<string, unknown>): Promise<number> {
   const { config, key, logger } = setup(v as never);
   const mode = v.full ? "full" : "incremental";
-  const { signal, dispose } = abortOnSignals(logger);
+  const stop = abortOnSignals(logger);
   const progress: ProgressSink =
     process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
   let result: SyncResult;
   try {
-    result = await runSync({ mode, config, key, logger, signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });
+    result = await runSync({ mode, config, key, logger, signal: stop.signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });
+  } catch (err) {
+    // Stopped by a signal before the run had begun (it was checking the workspace): nothing was recorded.
+    const sig = stop.received();
+    if (!sig) throw err;
+    process.stderr.write(`inventory-mirror sync: interrupted (${sig}): ${forTerminal(redactSecrets(describeError(err)))}\n`);
+    return exitCodeOfSignal(sig);
   } finally {
     progress.finish();
-    dispose();
+    stop.dispose();
   }
   if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
   else process.stdout.write(forTerminal(summarize(result)) + "\n");
+  return exitCodeOfRun(result, stop.received());
+}
+
+/** What a finished run means to the shell: see the README's exit-code table. */
+function exitCodeOfRun(result: SyncResult, signal: "SIGINT" | "SIGTERM" | null): number {
   if (result.status === "succeeded") return EXIT.ok;
   // A run stopped by the budget the user set did what was asked: its work stays queued for the next run.
   const budget = result.error instanceof ApiError && result.error.kind === "budget";
   if (result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${forTerminal(redactSecrets(describeError(result.error)))}\n`);
+  // Stopped by a signal: the shell's convention (130, 143), whatever the run had reached.
+  if (signal) return exitCodeOfSignal(signal);
   if (budget) return EXIT.ok;
   if (result.error instanceof ApiError) return result.error.exitCode;
   return EXIT.syncFailed;
