@@ -10,6 +10,7 @@
  * line: a log line may quote server text, which must neither drive the terminal nor forge a
  * line of its own.
  */
+import { redactSecrets } from "./secret.js";
 import { forTerminal, type LiveLine } from "./terminal.js";
 
 const LEVELS: Record<number, { label: string; colour: string }> = {
@@ -51,13 +52,17 @@ export function formatLogLine(json: string, format: LogFormat): string {
   return `${time ? `${time} ` : ""}${label} ${oneLine(String(entry.msg ?? ""))}${rest}\n`;
 }
 
-/** A pino destination that formats each line and prints it above `line`'s live line. */
+/**
+ * A pino destination that formats each line and prints it above `line`'s live line. The JSON
+ * was scrubbed of the key already (logger.ts); the text is scrubbed again after parsing, in
+ * case an escape in the JSON spelled the key in a way the first pass could not see.
+ */
 export function prettyDestination(line: LiveLine, format: LogFormat): { write(chunk: string): void } {
   return {
     write: (chunk) => {
       let text = "";
       for (const l of chunk.split("\n")) if (l) text += formatLogLine(l, format);
-      if (text) line.print(text);
+      if (text) line.print(redactSecrets(text));
     },
   };
 }
