@@ -4,7 +4,7 @@ import { createLogger, type Logger } from "../core/logger.js";
 import type { Secret } from "../core/secret.js";
 import { resolveSku } from "../analysis/resolve-sku.js";
 import type { DB } from "../store/db.js";
-import { ConfigError } from "../core/errors.js";
+import { ConfigError, exitCodeOfSignal } from "../core/errors.js";
 
 type Values = Record<string, string | boolean | string[] | undefined>;
 
@@ -39,17 +39,19 @@ export function setup(v: Values): Context {
 
 /**
  * SIGINT/SIGTERM abort the controller: the run finishes the transaction in hand and
- * records itself as interrupted. A second signal exits at once (SQLite's journal keeps the file consistent).
+ * records itself as interrupted; `received()` then names the signal, for the exit code
+ * (130 or 143). A second signal exits at once with that code (SQLite's journal keeps the
+ * file consistent).
  */
-export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose(): void } {
+export function abortOnSignals(logger: Logger): { signal: AbortSignal; received(): "SIGINT" | "SIGTERM" | null; dispose(): void } {
   const ac = new AbortController();
-  let count = 0;
-  const handler = (sig: NodeJS.Signals) => {
-    count++;
-    if (count > 1) {
+  let received: "SIGINT" | "SIGTERM" | null = null;
+  const handler = (sig: "SIGINT" | "SIGTERM") => {
+    if (received) {
       process.stderr.write(`inventory-mirror: second ${sig}, exiting now\n`);
-      process.exit(1);
+      process.exit(exitCodeOfSignal(sig));
     }
+    received = sig;
     logger.warn({ signal: sig }, "stopping: finishing the transaction in hand");
     ac.abort(new Error(`received ${sig}`));
   };
@@ -57,6 +59,7 @@ export function abortOnSignals(logger: Logger): { signal: AbortSignal; dispose()
   process.on("SIGTERM", handler);
   return {
     signal: ac.signal,
+    received: () => received,
     dispose: () => {
       process.off("SIGINT", handler);
       process.off("SIGTERM", handler);

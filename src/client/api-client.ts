@@ -1,9 +1,9 @@
 /**
  * The API's five endpoints. Each call goes through the shared scheduler, and each
- * body is validated with its zod schema before anything else sees it. Errors name
- * the endpoint, the SKU when there is one, and the field that was wrong.
+ * body is validated with its zod schema before anything else sees it. Errors carry
+ * the endpoint, the SKU when there is one, and the field that was wrong, as fields
+ * and in a message written once (see http.ts).
  */
-import type { Agent } from "undici";
 import type { z } from "zod";
 import {
   DetailResponse,
@@ -17,7 +17,8 @@ import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
 import type { RequestScheduler } from "../scheduler/scheduler.js";
-import { createDispatcher, getJson, safeText, type HttpOptions } from "./http.js";
+import { getJson, requestError, safeText, type RequestContext } from "./http.js";
+import type { HttpOptions, Transport, TransportFactory } from "./transport.js";
 
 export interface ListQuery {
   cursor?: string | null;
@@ -37,6 +38,12 @@ export interface ApiClientOptions {
   key: Secret;
   scheduler: RequestScheduler;
   http: HttpOptions;
+  /**
+   * How requests reach the server, chosen by the caller: `poolTransport` in production,
+   * `fetchTransport` where something intercepts globalThis.fetch (msw in the unit tests).
+   * The client makes it from `http` and closes it in close().
+   */
+  transport: TransportFactory;
   /** Told of every attempt (for --log-level trace): endpoint template, status, time, size; never a URL or the key. */
   onRequest?: (r: RequestTrace) => void;
 }
@@ -50,9 +57,9 @@ export interface RequestTrace {
 }
 
 export class ApiClient {
-  private readonly dispatcher: Agent;
+  private readonly transport: Transport;
   constructor(private readonly opts: ApiClientOptions) {
-    this.dispatcher = createDispatcher(opts.http);
+    this.transport = opts.transport(opts.http);
   }
 
   async workspace(signal: AbortSignal): Promise<WorkspaceResponse> {
@@ -89,7 +96,7 @@ export class ApiClient {
   }
 
   async close(): Promise<void> {
-    await this.dispatcher.close();
+    await this.transport.close();
   }
 
   /** base URL (which may carry a path prefix) + endpoint path. */
@@ -99,42 +106,29 @@ export class ApiClient {
   }
 
   private get<S extends z.ZodType>(endpoint: EndpointName, url: URL, schema: S, signal: AbortSignal, skuId?: string): Promise<z.output<S>> {
-    return this.opts.scheduler.run(
-      endpoint,
-      async (onStatus) => {
-        const t0 = performance.now();
-        let raw;
-        try {
-          raw = await getJson(url, endpoint, this.opts.key, this.opts.http, this.dispatcher, signal, onStatus);
-        } catch (err) {
-          this.opts.onRequest?.({ endpoint, status: err instanceof ApiError ? err.status : null, ms: Math.round(performance.now() - t0), error: err instanceof ApiError ? err.kind : "error" });
-          throw err;
-        }
-        this.opts.onRequest?.({ endpoint, status: raw.status, ms: Math.round(performance.now() - t0), bytes: raw.bytes });
-        const parsed = schema.safeParse(raw.body);
-        if (!parsed.success) {
-          const issues = parsed.error.issues.map(describeIssue);
-          throw new ApiError(
-            `${endpoint}${skuId ? ` (SKU ${skuId})` : ""}: invalid response: ${issues[0]}` + (issues.length > 1 ? ` (+${issues.length - 1} more issues)` : ""),
-            { kind: "invalid-response", endpoint, status: raw.status, cause: new ResponseValidationError(issues) },
-          );
-        }
-        return parsed.data as z.output<S>;
-      },
-      signal,
-    ).catch((err: unknown) => {
-      if (err instanceof ApiError && skuId && !err.message.includes(skuId)) {
-        throw new ApiError(err.message.replace(`${endpoint}:`, `${endpoint} (SKU ${skuId}):`), {
-          kind: err.kind,
-          endpoint: err.endpoint,
-          status: err.status,
-          code: err.code,
-          resumeAfter: err.resumeAfter,
-          cause: err.cause,
-        });
-      }
+    const ctx: RequestContext = { endpoint, skuId };
+    return this.opts.scheduler.run(endpoint, (onStatus) => this.attempt(url, ctx, schema, signal, onStatus), signal);
+  }
+
+  /** One attempt (the scheduler decides about retries): the request, traced, and its body validated. */
+  private async attempt<S extends z.ZodType>(url: URL, ctx: RequestContext, schema: S, signal: AbortSignal, onStatus: (status: number) => void): Promise<z.output<S>> {
+    const t0 = performance.now();
+    const ms = () => Math.round(performance.now() - t0);
+    let raw;
+    try {
+      raw = await getJson(url, ctx, this.opts.key, this.opts.http, this.transport, signal, onStatus);
+    } catch (err) {
+      this.opts.onRequest?.({ endpoint: ctx.endpoint, status: err instanceof ApiError ? err.status : null, ms: ms(), error: err instanceof ApiError ? err.kind : "error" });
       throw err;
-    });
+    }
+    this.opts.onRequest?.({ endpoint: ctx.endpoint, status: raw.status, ms: ms(), bytes: raw.bytes });
+    const parsed = schema.safeParse(raw.body);
+    if (!parsed.success) {
+      const issues = parsed.error.issues.map(describeIssue);
+      const more = issues.length > 1 ? ` (+${issues.length - 1} more issues)` : "";
+      throw requestError(ctx, `invalid response: ${issues[0]}${more}`, { kind: "invalid-response", status: raw.status, cause: new ResponseValidationError(issues) });
+    }
+    return parsed.data as z.output<S>;
   }
 }
 

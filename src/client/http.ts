@@ -1,36 +1,14 @@
 /**
- * One GET against the API: undici's Agent (connection pool with keep-alive,
- * connect/headers/body timeouts) plus a whole-response deadline, the body read
- * under a size cap, and every body either read or discarded so no socket is ever
- * held by an unread response.
- *
- * Two transports, one behaviour. Normally the request goes straight to the pool
- * (`dispatcher.request`). When something has replaced globalThis.fetch since this
- * module was loaded (msw in the client's unit tests, an instrumentation agent), the
- * request goes through that fetch instead, with the same pool as its dispatcher, so
- * the interceptor sees every request. The direct path exists because Node's fetch
- * costs about twice the CPU per request (WHATWG Request/Response/streams around the
- * same pool) and, worse, its per-request objects survive young-generation GCs: at a
- * few hundred requests per second they are promoted by megabytes and the heap of a
- * long sync grew to several times its live size (BENCHMARKS.md, "what the profile showed").
+ * One GET against the API through the transport the client was given (transport.ts):
+ * a whole-response deadline, the body read under a size cap, and every body either
+ * read or discarded so no socket is ever held by an unread response. Every failure is
+ * an ApiError carrying its context as fields (endpoint, SKU, status, code, Retry-After);
+ * its message is written once, here, with that context.
  */
-import { Agent } from "undici";
 import type { EndpointName } from "../core/defaults.js";
-import { ApiError } from "../core/errors.js";
+import { ApiError, type ApiErrorKind } from "../core/errors.js";
 import { redactSecrets, scrubSecrets, type Secret } from "../core/secret.js";
-
-export interface HttpOptions {
-  connectTimeoutMs: number;
-  responseTimeoutMs: number;
-  maxResponseBytes: number;
-  /** Pool size per origin; the scheduler never has more requests in flight than this. */
-  connections: number;
-}
-
-/** What is read from a response's headers (fetch's Headers and undici's header object both give it). */
-export interface HeaderReader {
-  get(name: string): string | null;
-}
+import type { HeaderReader, HttpOptions, Received, Transport } from "./transport.js";
 
 export interface RawResponse {
   status: number;
@@ -40,41 +18,38 @@ export interface RawResponse {
   bytes: number;
 }
 
-export function createDispatcher(opts: HttpOptions): Agent {
-  return new Agent({
-    connections: opts.connections,
-    connect: { timeout: opts.connectTimeoutMs },
-    headersTimeout: opts.responseTimeoutMs,
-    bodyTimeout: opts.responseTimeoutMs,
-    keepAliveTimeout: 10_000,
-  });
+/** What a request is about: an endpoint template (never the URL with ids or the key) and the SKU when there is one. */
+export interface RequestContext {
+  endpoint: EndpointName;
+  /** Already checked to be a UUID (checkUuid), so it is safe in a message. */
+  skuId?: string | undefined;
 }
 
-/** The fetch this process had when the client was loaded: while it is still in place, nothing intercepts fetch. */
-const platformFetch = globalThis.fetch;
+/** "detail (SKU …)" or "list": how a message names its request. */
+export function requestLabel(ctx: RequestContext): string {
+  return ctx.skuId ? `${ctx.endpoint} (SKU ${ctx.skuId})` : ctx.endpoint;
+}
 
-/** One response, as either transport delivers it. */
-interface Received {
-  status: number;
-  headers: HeaderReader;
-  /** The whole body, or null (and the body released) once it grows past `cap` bytes; rejects if the connection fails mid-body. */
-  readAll(cap: number): Promise<{ chunks: Uint8Array[]; total: number } | null>;
-  /** Release a body that will not be read, without waiting. */
-  discard(): void;
+/** An ApiError about the request `ctx`, its message prefixed with the request's label. */
+export function requestError(
+  ctx: RequestContext,
+  text: string,
+  init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; cause?: unknown },
+): ApiError {
+  return new ApiError(`${requestLabel(ctx)}: ${text}`, { ...init, endpoint: ctx.endpoint, skuId: ctx.skuId ?? null });
 }
 
 /**
- * GET `url` and return its parsed JSON body. Throws ApiError for every failure,
- * with `endpoint` (a template name, never the URL with ids or the key) as context.
+ * GET `url` and return its parsed JSON body. Throws ApiError for every failure.
  * Non-2xx: the error body is read (capped) so its `error.code/message` can be
- * surfaced and the connection reused; `Retry-After` travels in `headers`.
+ * surfaced and the connection reused; `Retry-After` travels as the error's `retryAfter`.
  */
 export async function getJson(
   url: URL,
-  endpoint: EndpointName,
+  ctx: RequestContext,
   key: Secret,
   opts: HttpOptions,
-  dispatcher: Agent,
+  transport: Transport,
   signal: AbortSignal,
   onStatus?: (status: number) => void,
 ): Promise<RawResponse> {
@@ -86,16 +61,13 @@ export async function getJson(
   try {
     let res: Received;
     try {
-      res =
-        globalThis.fetch === platformFetch
-          ? await viaDispatcher(url, key, dispatcher, deadline.signal)
-          : await viaFetch(url, key, dispatcher, deadline.signal);
+      res = await transport.get(url, requestHeaders(key), deadline.signal);
     } catch (err) {
-      throw transportError(err, endpoint, signal, deadline, opts);
+      throw transportError(err, ctx, signal, deadline, opts);
     }
     // Before the body is read: the scheduler stops granting at a 429/503 before this connection is free again.
     onStatus?.(res.status);
-    return await interpret(res, endpoint, opts, signal, deadline);
+    return await interpret(res, ctx, opts, signal, deadline);
   } finally {
     deadline.release();
   }
@@ -142,144 +114,66 @@ class RequestDeadline {
 
 const requestHeaders = (key: Secret) => ({ accept: "application/json", authorization: `Bearer ${key.reveal()}` });
 
-/** Straight to the pool. undici's request follows no redirect (no redirect interceptor is installed). */
-async function viaDispatcher(url: URL, key: Secret, dispatcher: Agent, signal: AbortSignal): Promise<Received> {
-  const res = await dispatcher.request({ origin: url.origin, path: url.pathname + url.search, method: "GET", headers: requestHeaders(key), signal });
-  const h = res.headers;
-  return {
-    status: res.statusCode,
-    headers: {
-      get: (name) => {
-        const v = h[name.toLowerCase()];
-        return v === undefined ? null : Array.isArray(v) ? v.join(", ") : v;
-      },
-    },
-    readAll: (cap) =>
-      new Promise((resolve, reject) => {
-        // Plain stream events: cheaper per response than an async iterator over the body.
-        const chunks: Uint8Array[] = [];
-        let total = 0;
-        const body = res.body;
-        body.on("data", (c: Buffer) => {
-          total += c.byteLength;
-          if (total > cap) {
-            body.destroy();
-            resolve(null);
-          } else chunks.push(c);
-        });
-        body.once("end", () => resolve({ chunks, total }));
-        body.on("error", (err) => (total > cap ? undefined : reject(err)));
-      }),
-    // undici reports the destroyed request as an 'error' on the body: nobody is reading it any more.
-    discard: () => void res.body.on("error", () => {}).destroy(),
-  };
-}
-
-/** Through the fetch someone installed, with our pool as its dispatcher. */
-async function viaFetch(url: URL, key: Secret, dispatcher: Agent, signal: AbortSignal): Promise<Received> {
-  const res = await fetch(url, {
-    method: "GET",
-    headers: requestHeaders(key),
-    // The key must never follow a redirect to another origin; we follow none at all.
-    redirect: "manual",
-    signal,
-    // @ts-expect-error -- `dispatcher` is undici's extension of RequestInit, honoured by Node's fetch.
-    dispatcher,
-  });
-  return {
-    status: res.status,
-    headers: res.headers,
-    readAll: async (cap) => {
-      const chunks: Uint8Array[] = [];
-      let total = 0;
-      for await (const c of streamChunks(res.body)) {
-        total += c.byteLength;
-        if (total > cap) return null; // leaving the loop cancels the stream
-        chunks.push(c);
-      }
-      return { chunks, total };
-    },
-    // Not awaited: cancel() starts the release at once, and some streams (msw's) never settle the promise.
-    discard: () => void res.body?.cancel().catch(() => {}),
-  };
-}
-
-async function* streamChunks(body: ReadableStream<Uint8Array> | null): AsyncGenerator<Uint8Array> {
-  if (!body) return;
-  const reader = body.getReader();
-  let done = false;
-  try {
-    for (;;) {
-      const r = await reader.read();
-      if (r.done) {
-        done = true;
-        return;
-      }
-      yield r.value;
-    }
-  } finally {
-    if (!done) reader.cancel().catch(() => {});
-  }
-}
-
-async function interpret(res: Received, endpoint: EndpointName, opts: HttpOptions, signal: AbortSignal, deadline: RequestDeadline): Promise<RawResponse> {
-  const contentType = res.headers.get("content-type") ?? "";
+async function interpret(res: Received, ctx: RequestContext, opts: HttpOptions, signal: AbortSignal, deadline: RequestDeadline): Promise<RawResponse> {
   if (res.status >= 300 && res.status < 400) {
     res.discard();
-    throw new ApiError(
-      `${endpoint}: the server answered ${res.status} redirect; redirects are not followed so the key stays with the configured base URL. Check --base-url.`,
-      { kind: "http", endpoint, status: res.status },
-    );
+    throw requestError(ctx, `the server answered ${res.status} redirect; redirects are not followed so the key stays with the configured base URL. Check --base-url.`, {
+      kind: "http",
+      status: res.status,
+    });
   }
 
   let text: string;
   let bytes: number;
   try {
-    ({ text, bytes } = await readCapped(res, opts.maxResponseBytes, endpoint));
+    ({ text, bytes } = await readCapped(res, opts.maxResponseBytes, ctx));
   } catch (err) {
     if (err instanceof ApiError) throw err;
-    throw transportError(err, endpoint, signal, deadline, opts);
+    throw transportError(err, ctx, signal, deadline, opts);
   }
+  if (res.status < 200 || res.status >= 300) throw statusError(res, text, ctx);
+  return { status: res.status, headers: res.headers, body: parseBody(res, text, bytes, ctx), bytes };
+}
 
-  if (res.status < 200 || res.status >= 300) {
-    const { code, message } = parseErrorBody(text);
-    const what = code || message ? ` (${[code, message].filter(Boolean).join(": ")})` : "";
-    const hint = statusHint(res.status);
-    throw new ApiError(redactSecrets(`${endpoint}: HTTP ${res.status}${what}${hint}`), {
-      kind: res.status === 401 ? "auth" : "http",
-      endpoint,
-      status: res.status,
-      code,
-      cause: new ResponseInfo(retryHeaders(res.headers)),
-    });
-  }
+/** A non-2xx answer: its status, the error body's code and message, and its Retry-After, as fields and as one line. */
+function statusError(res: Received, text: string, ctx: RequestContext): ApiError {
+  const { code, message } = parseErrorBody(text);
+  const what = code || message ? ` (${[code, message].filter(Boolean).join(": ")})` : "";
+  return requestError(ctx, redactSecrets(`HTTP ${res.status}${what}${statusHint(res.status)}`), {
+    kind: res.status === 401 ? "auth" : "http",
+    status: res.status,
+    code,
+    retryAfter: retryAfterOf(res.headers),
+  });
+}
 
+/** A 2xx body as JSON: refused when it is not JSON by its content type, nests too deep, or does not parse. */
+function parseBody(res: Received, text: string, bytes: number, ctx: RequestContext): unknown {
+  const contentType = res.headers.get("content-type") ?? "";
+  const invalid = { kind: "invalid-response", status: res.status } as const;
   if (!/^application\/([\w.+-]+\+)?json\b/i.test(contentType)) {
     const looksHtml = /^\s*</.test(text);
-    throw new ApiError(
-      `${endpoint}: expected a JSON response but got content type "${safeText(contentType, 100) || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
-      { kind: "invalid-response", endpoint, status: res.status },
+    throw requestError(
+      ctx,
+      `expected a JSON response but got content type "${safeText(contentType, 100) || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
+      invalid,
     );
   }
   const depth = jsonDepthExceeds(text, MAX_JSON_DEPTH);
   if (depth) {
-    throw new ApiError(
-      `${endpoint}: the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`,
-      { kind: "invalid-response", endpoint, status: res.status },
+    throw requestError(
+      ctx,
+      `the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`,
+      invalid,
     );
   }
-  let body: unknown;
   try {
-    body = JSON.parse(scrubSecrets(text));
+    return JSON.parse(scrubSecrets(text));
   } catch (err) {
-    throw new ApiError(
-      // JSON.parse quotes a snippet of the text in its message: server text, so made safe.
-      `${endpoint}: the response is not valid JSON (${bytes} bytes; truncated or malformed): ${safeText((err as Error).message, 200)}`,
-      // Not kept as the cause: its message quotes the body raw, and describeError would append it.
-      { kind: "invalid-response", endpoint, status: res.status },
-    );
+    // JSON.parse quotes a snippet of the text in its message: server text, so made safe.
+    // Not kept as the cause: its message quotes the body raw, and describeError would append it.
+    throw requestError(ctx, `the response is not valid JSON (${bytes} bytes; truncated or malformed): ${safeText((err as Error).message, 200)}`, invalid);
   }
-  return { status: res.status, headers: res.headers, body, bytes };
 }
 
 /**
@@ -317,45 +211,26 @@ export function safeText(text: string, max: number): string {
   return one.length > max ? `${one.slice(0, max - 3)}...` : one;
 }
 
-/** Carries the response headers of a failed request (for Retry-After) as an error cause. */
-export class ResponseInfo extends Error {
-  override name = "ResponseInfo";
-  constructor(readonly headers: Headers) {
-    // No message: it carries headers, not a reason, and describeError then leaves it out of the one-line text.
-    super("");
-  }
-}
-
 /**
- * Only what the scheduler reads from a failed response (Retry-After), scrubbed and clipped:
- * the value is server text that ends up in logs and the journal, and a server or proxy that
- * echoes the request's Authorization header there must not put the key into either.
+ * The Retry-After header of a failed response, scrubbed and clipped: the value is server text
+ * that ends up in logs and the journal, and a server or proxy that echoes the request's
+ * Authorization header there must not put the key into either.
  */
-function retryHeaders(headers: HeaderReader): Headers {
-  const out = new Headers();
+function retryAfterOf(headers: HeaderReader): string | null {
   const ra = headers.get("retry-after");
-  if (ra !== null) out.set("retry-after", safeText(ra, 100));
-  return out;
+  return ra === null ? null : safeText(ra, 100);
 }
 
-async function readCapped(res: Received, cap: number, endpoint: EndpointName): Promise<{ text: string; bytes: number }> {
+async function readCapped(res: Received, cap: number, ctx: RequestContext): Promise<{ text: string; bytes: number }> {
   const declared = Number(res.headers.get("content-length") ?? NaN);
   if (Number.isFinite(declared) && declared > cap) {
     res.discard();
-    throw new ApiError(`${endpoint}: response of ${declared} bytes exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
-      kind: "invalid-response",
-      endpoint,
-      status: res.status,
-    });
+    throw requestError(ctx, `response of ${declared} bytes exceeds the ${cap}-byte cap (http.maxResponseBytes)`, { kind: "invalid-response", status: res.status });
   }
   const all = await res.readAll(cap);
   if (all === null) {
     res.discard();
-    throw new ApiError(`${endpoint}: response exceeds the ${cap}-byte cap (http.maxResponseBytes)`, {
-      kind: "invalid-response",
-      endpoint,
-      status: res.status,
-    });
+    throw requestError(ctx, `response exceeds the ${cap}-byte cap (http.maxResponseBytes)`, { kind: "invalid-response", status: res.status });
   }
   const { chunks, total } = all;
   const buf = chunks.length === 1 ? Buffer.from(chunks[0]!.buffer, chunks[0]!.byteOffset, chunks[0]!.byteLength) : Buffer.concat(chunks, total);
@@ -386,16 +261,14 @@ function statusHint(status: number): string {
   return "";
 }
 
-function transportError(err: unknown, endpoint: EndpointName, signal: AbortSignal, timeout: { aborted: boolean }, opts: HttpOptions): ApiError {
-  if (signal.aborted) {
-    return new ApiError(`${endpoint}: request aborted`, { kind: "network", endpoint, cause: signal.reason });
-  }
+function transportError(err: unknown, ctx: RequestContext, signal: AbortSignal, timeout: { aborted: boolean }, opts: HttpOptions): ApiError {
+  if (signal.aborted) return requestError(ctx, "request aborted", { kind: "network", cause: signal.reason });
   const e = err as { name?: string; code?: string; cause?: { code?: string; name?: string; message?: string } };
   const code = e?.cause?.code ?? e?.code ?? "";
   if (timeout.aborted || e?.name === "TimeoutError" || /TIMEOUT/i.test(code)) {
     const which = /CONNECT/i.test(code) ? `connect timeout (${opts.connectTimeoutMs} ms)` : `response timeout (${opts.responseTimeoutMs} ms)`;
-    return new ApiError(`${endpoint}: ${which}`, { kind: "timeout", endpoint, cause: err });
+    return requestError(ctx, which, { kind: "timeout", cause: err });
   }
   const detail = safeText(e?.cause?.message ?? (err instanceof Error ? err.message : String(err)), 300);
-  return new ApiError(`${endpoint}: network error${code ? ` ${code}` : ""}: ${detail}`, { kind: "network", endpoint, cause: err });
+  return requestError(ctx, `network error${code ? ` ${code}` : ""}: ${detail}`, { kind: "network", cause: err });
 }

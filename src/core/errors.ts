@@ -1,6 +1,7 @@
 /**
  * One error class per boundary. Each message says what went wrong and what to do;
- * `cause` is kept; each layer adds its context (endpoint, SKU id, field). No message
+ * `cause` is kept; context travels as fields (endpoint, SKU id, status, code, Retry-After),
+ * and a message is written once, where that context is known, never edited afterwards. No message
  * ever contains the developer key: the client never puts it anywhere but a header,
  * and `redactSecrets` is applied to any text that came from elsewhere.
  */
@@ -13,7 +14,16 @@ export const EXIT = {
   usage: 2,
   auth: 3,
   workspace: 4,
+  /** Stopped by SIGINT (Ctrl-C): 128 + 2, the shell's convention, so a script sees it was interrupted. */
+  sigint: 130,
+  /** A one-shot command stopped by SIGTERM: 128 + 15. (The daemon's SIGTERM is its normal stop: 0.) */
+  sigterm: 143,
 } as const;
+
+/** The exit code of a command stopped by `sig` (130 or 143). */
+export function exitCodeOfSignal(sig: "SIGINT" | "SIGTERM"): number {
+  return sig === "SIGINT" ? EXIT.sigint : EXIT.sigterm;
+}
 
 /** A mistake in flags, environment or config file. Exit 2, before any request is made. */
 export class ConfigError extends Error {
@@ -39,28 +49,39 @@ export class ApiError extends Error {
   override name = "ApiError";
   readonly kind: ApiErrorKind;
   readonly endpoint: EndpointName;
+  /** The SKU the request was about (detail, history), when there was one. */
+  readonly skuId: string | null;
   readonly status: number | null;
   /** `error.code` from the server's error body, when it sent one. */
   readonly code: string | null;
   /** For quota-wall: the epoch ms after which a retry may be made. */
   readonly resumeAfter: number | null;
+  /**
+   * The response's Retry-After header as the server sent it (scrubbed of the key, clipped),
+   * or null: what the scheduler reads to decide how long to wait.
+   */
+  readonly retryAfter: string | null;
   constructor(
     message: string,
     init: {
       kind: ApiErrorKind;
       endpoint: EndpointName;
+      skuId?: string | null;
       status?: number | null;
       code?: string | null;
       resumeAfter?: number | null;
+      retryAfter?: string | null;
       cause?: unknown;
     },
   ) {
     super(message, init.cause === undefined ? undefined : { cause: init.cause });
     this.kind = init.kind;
     this.endpoint = init.endpoint;
+    this.skuId = init.skuId ?? null;
     this.status = init.status ?? null;
     this.code = init.code ?? null;
     this.resumeAfter = init.resumeAfter ?? null;
+    this.retryAfter = init.retryAfter ?? null;
   }
   get exitCode(): number {
     return this.kind === "auth" ? EXIT.auth : EXIT.syncFailed;

@@ -1,5 +1,7 @@
 /**
- * pino, writing JSON lines to stderr (stdout is for the command's own output).
+ * pino, writing JSON lines to stderr (stdout is for the command's own output); when stderr
+ * is a terminal, the same lines formatted for a person and printed above the progress line
+ * (log-format.ts).
  * Three layers keep the key out:
  * 1. every logged object (and child binding) is first turned into plain data
  *    (`toLoggable`): errors with their whole `cause` chain, Headers, Request/Response,
@@ -14,7 +16,9 @@
  * Logging never throws: a value that cannot be converted is replaced by a placeholder.
  */
 import { pino, type Logger, type LevelWithSilent } from "pino";
+import { prettyDestination } from "./log-format.js";
 import { isSecretName, redactSecrets, REDACTED, Secret } from "./secret.js";
+import { LiveLine, stderrLine } from "./terminal.js";
 
 export type { Logger };
 
@@ -42,6 +46,10 @@ const REDACT_PATHS = [
 ];
 
 export function createLogger(level: LevelWithSilent = "info", destination: NodeJS.WritableStream = process.stderr): Logger {
+  const onTerminal = (destination as NodeJS.WriteStream).isTTY === true;
+  const out = onTerminal
+    ? prettyDestination(destination === process.stderr ? stderrLine : new LiveLine(destination), { colour: !process.env.NO_COLOR })
+    : destination;
   return pino(
     {
       level,
@@ -55,7 +63,7 @@ export function createLogger(level: LevelWithSilent = "info", destination: NodeJ
       serializers: { err: (e: unknown) => e },
       hooks: { streamWrite: (line: string) => redactSecrets(line) },
     },
-    destination as pino.DestinationStream,
+    out as pino.DestinationStream,
   );
 }
 

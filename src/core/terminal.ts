@@ -16,3 +16,37 @@ export function forTerminal(text: string): string {
     return code <= 0xff ? `\\x${code.toString(16).padStart(2, "0")}` : `\\u${code.toString(16).padStart(4, "0")}`;
   });
 }
+
+/** Erase the cursor's line and return to its start. */
+const CLEAR_LINE = "\r\x1b[2K";
+
+/**
+ * One live line at the bottom of a terminal (the sync's progress line) and lines printed
+ * above it (log lines) without tearing it: a print erases the live line, writes its own
+ * lines, and draws the live line again below them.
+ */
+export class LiveLine {
+  private text: string | null = null;
+  constructor(private readonly out: NodeJS.WritableStream) {}
+
+  /** Draw (or redraw) the live line. */
+  show(text: string): void {
+    this.text = text;
+    this.out.write(`${CLEAR_LINE}${text}`);
+  }
+
+  /** Write whole lines (ending with a newline) above the live line. */
+  print(lines: string): void {
+    this.out.write(this.text === null ? lines : `${CLEAR_LINE}${lines}${this.text}`);
+  }
+
+  /** Leave the live line where it is (as ordinary output) and end it with a newline. */
+  end(): void {
+    if (this.text === null) return;
+    this.text = null;
+    this.out.write("\n");
+  }
+}
+
+/** The live line of this process's stderr, shared by the progress line and the logger. */
+export const stderrLine = new LiveLine(process.stderr);

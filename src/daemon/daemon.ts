@@ -9,7 +9,8 @@
  * starts the HTTP endpoint, the trigger and (when due) a catch-up run; `stop()`
  * stops the trigger, aborts the controller (the run in hand finishes the
  * transaction in hand and records itself 'interrupted'; the next run resumes its
- * walk), waits for that run, and closes the HTTP endpoint.
+ * walk), waits for that run, closes the HTTP endpoint, and closes the database last
+ * with a connection that removes -wal and -shm (store/wal-files.ts).
  *
  * Rules:
  * - Runs never overlap. A tick that finds a run in progress (any mode) is skipped,
@@ -40,6 +41,7 @@ import { ApiError, ConfigError, describeError, StoreError, SyncError, WorkspaceM
 import type { Logger } from "../core/logger.js";
 import { redactSecrets, type Secret } from "../core/secret.js";
 import type { RunMode } from "../store/store.js";
+import { releaseWalFiles } from "../store/wal-files.js";
 import { LogProgress, type ProgressSink, type ProgressUpdate } from "../sync/progress.js";
 import { runSync, type SyncOptions, type SyncResult } from "../sync/sync.js";
 import { startHttp, type DaemonHttp, type Readiness } from "./http.js";
@@ -198,7 +200,8 @@ export class Daemon {
 
   /**
    * Stop scheduling, interrupt the run in hand (it ends after the transaction in hand,
-   * recorded 'interrupted'), wait for it, close the HTTP endpoint. Idempotent.
+   * recorded 'interrupted'), wait for it, close the HTTP endpoint, and leave no -wal/-shm
+   * beside the database. Idempotent.
    */
   stop(reason: unknown = new Error("daemon stopping")): Promise<void> {
     if (this.stopping) return this.stopping;
@@ -212,6 +215,7 @@ export class Daemon {
       }
       await this.http?.close();
       this.http = null;
+      this.releaseDatabase();
       this.logger.info("daemon stopped");
     })();
     return this.stopping;
@@ -290,81 +294,104 @@ export class Daemon {
   }
 
   private async execute(mode: RunMode, startedAt: number): Promise<TickOutcome> {
-    const logger = this.logger;
-    const log = new LogProgress(logger, DEFAULTS.progressIntervalMs);
+    const progress = this.progressSink();
+    this.metrics.running.labels(mode).set(1);
+    try {
+      const key = typeof this.keySource === "function" ? this.keySource() : this.keySource;
+      const result = await this.sync({ mode, config: this.config, key, logger: this.logger, signal: this.ac.signal, progress });
+      return this.recordResult(mode, result);
+    } catch (err) {
+      return this.recordError(mode, startedAt, err instanceof Error ? err : new Error(String(err)));
+    } finally {
+      progress.finish();
+      this.metrics.running.labels(mode).set(0);
+    }
+  }
+
+  /** Progress as log lines; each report also writes the ticks skipped meanwhile (the run's row exists by then). */
+  private progressSink(): ProgressSink {
+    const log = new LogProgress(this.logger, DEFAULTS.progressIntervalMs);
     const journal = this.journal;
-    const progress: ProgressSink = {
+    return {
       update(p: ProgressUpdate) {
         log.update(p);
         journal.flush();
       },
       finish: () => log.finish(),
     };
-    this.metrics.running.labels(mode).set(1);
+  }
+
+  /** A run that ended with a result (any status): metrics, readiness, the quota wall, one log line. */
+  private recordResult(mode: RunMode, result: SyncResult): TickOutcome {
+    const endedAt = this.clock.now();
+    this.journal.runEnded(result.runId);
+    const errorKind = result.status === "failed" ? classifyError(result.error) : null;
+    this.metrics.observeRun(result, responsesOf(result, this.state), endedAt, errorKind);
+    // A key revoked in the middle of a run blocks like one refused at the workspace check.
+    this.blocked = errorKind && BLOCKING.has(errorKind) && result.error ? { kind: errorKind, message: safeMessage(result.error) } : null;
+    this.lastRun = { mode, outcome: result.status, endedAt: new Date(endedAt).toISOString(), error: result.error ? safeMessage(result.error) : null };
+    if (result.status === "succeeded") {
+      this.lastSuccessMs = endedAt;
+      this.resumeAfterMs = null;
+    } else if (result.resumeAfter) {
+      this.resumeAfterMs = Date.parse(result.resumeAfter);
+      this.wallStored = true;
+    }
+    const summary = {
+      mode,
+      runId: result.runId,
+      status: result.status,
+      durationMs: result.durationMs,
+      skusFetched: result.skusFetched,
+      skusFailed: result.skusFailed,
+      requests: result.requests,
+      responses429: result.responses429,
+    };
+    if (result.status === "succeeded" || result.status === "interrupted") this.logger.info(summary, `run ${result.status}`);
+    else if (result.status === "partial") this.logger.warn({ ...summary, resumeAfter: result.resumeAfter, error: this.lastRun.error }, `run partial; the next tick continues`);
+    else this.logger.error({ ...summary, kind: errorKind, error: this.lastRun.error }, `run failed; the next tick tries again`);
+    return { kind: "ran", result };
+  }
+
+  /** A run that threw before it had a result: stopped, skipped (another writer), or failed (blocking or not). */
+  private recordError(mode: RunMode, startedAt: number, error: Error): TickOutcome {
+    const logger = this.logger;
+    const endedAt = this.clock.now();
+    this.journal.runEnded(null);
+    const kind = classifyError(error);
+    if (this.ac.signal.aborted) {
+      // stop() came before the run had created its row (it was checking the workspace): nothing to record.
+      this.metrics.runs.labels(mode, "interrupted").inc();
+      logger.info({ mode }, "run interrupted before it started");
+      return { kind: "stopped" };
+    }
+    if (isLockedByAnother(error)) {
+      this.metrics.ticksSkipped.labels(mode, "locked").inc();
+      logger.warn({ mode, error: safeMessage(error) }, `${mode} tick skipped: another process is writing the database`);
+      return { kind: "skipped", reason: "locked", message: safeMessage(error) };
+    }
+    this.metrics.observeFailure(mode, kind, endedAt - startedAt, endedAt);
+    this.lastRun = { mode, outcome: "failed", endedAt: new Date(endedAt).toISOString(), error: safeMessage(error) };
+    if (BLOCKING.has(kind)) {
+      this.blocked = { kind, message: safeMessage(error) };
+      logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; not ready until this is fixed (the daemon keeps trying on schedule)`);
+    } else {
+      if (error instanceof ApiError && error.kind === "quota-wall" && error.resumeAfter) {
+        // Before any run was recorded (the workspace check): only this process knows the wall.
+        this.resumeAfterMs = error.resumeAfter;
+        this.wallStored = false;
+      }
+      logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; the next tick tries again`);
+    }
+    return { kind: "failed", error, errorKind: kind };
+  }
+
+  /** The state reads between runs used read-only connections, which leave -wal/-shm behind: the last close removes them. */
+  private releaseDatabase(): void {
     try {
-      const key = typeof this.keySource === "function" ? this.keySource() : this.keySource;
-      const result = await this.sync({ mode, config: this.config, key, logger, signal: this.ac.signal, progress });
-      const endedAt = this.clock.now();
-      this.journal.runEnded(result.runId);
-      const errorKind = result.status === "failed" ? classifyError(result.error) : null;
-      this.metrics.observeRun(result, responsesOf(result, this.state), endedAt, errorKind);
-      // A key revoked in the middle of a run blocks like one refused at the workspace check.
-      this.blocked = errorKind && BLOCKING.has(errorKind) && result.error ? { kind: errorKind, message: safeMessage(result.error) } : null;
-      this.lastRun = { mode, outcome: result.status, endedAt: new Date(endedAt).toISOString(), error: result.error ? safeMessage(result.error) : null };
-      if (result.status === "succeeded") {
-        this.lastSuccessMs = endedAt;
-        this.resumeAfterMs = null;
-      } else if (result.resumeAfter) {
-        this.resumeAfterMs = Date.parse(result.resumeAfter);
-        this.wallStored = true;
-      }
-      const summary = {
-        mode,
-        runId: result.runId,
-        status: result.status,
-        durationMs: result.durationMs,
-        skusFetched: result.skusFetched,
-        skusFailed: result.skusFailed,
-        requests: result.requests,
-        responses429: result.responses429,
-      };
-      if (result.status === "succeeded" || result.status === "interrupted") logger.info(summary, `run ${result.status}`);
-      else if (result.status === "partial") logger.warn({ ...summary, resumeAfter: result.resumeAfter, error: this.lastRun.error }, `run partial; the next tick continues`);
-      else logger.error({ ...summary, kind: errorKind, error: this.lastRun.error }, `run failed; the next tick tries again`);
-      return { kind: "ran", result };
+      releaseWalFiles(this.config.dbPath);
     } catch (err) {
-      const error = err instanceof Error ? err : new Error(String(err));
-      const endedAt = this.clock.now();
-      this.journal.runEnded(null);
-      const kind = classifyError(error);
-      if (this.ac.signal.aborted) {
-        // stop() came before the run had created its row (it was checking the workspace): nothing to record.
-        this.metrics.runs.labels(mode, "interrupted").inc();
-        logger.info({ mode }, "run interrupted before it started");
-        return { kind: "stopped" };
-      }
-      if (isLockedByAnother(error)) {
-        this.metrics.ticksSkipped.labels(mode, "locked").inc();
-        logger.warn({ mode, error: safeMessage(error) }, `${mode} tick skipped: another process is writing the database`);
-        return { kind: "skipped", reason: "locked", message: safeMessage(error) };
-      }
-      this.metrics.observeFailure(mode, kind, endedAt - startedAt, endedAt);
-      this.lastRun = { mode, outcome: "failed", endedAt: new Date(endedAt).toISOString(), error: safeMessage(error) };
-      if (BLOCKING.has(kind)) {
-        this.blocked = { kind, message: safeMessage(error) };
-        logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; not ready until this is fixed (the daemon keeps trying on schedule)`);
-      } else {
-        if (error instanceof ApiError && error.kind === "quota-wall" && error.resumeAfter) {
-          // Before any run was recorded (the workspace check): only this process knows the wall.
-          this.resumeAfterMs = error.resumeAfter;
-          this.wallStored = false;
-        }
-        logger.error({ mode, kind, error: safeMessage(error) }, `run failed: ${safeMessage(error)}; the next tick tries again`);
-      }
-      return { kind: "failed", error, errorKind: kind };
-    } finally {
-      progress.finish();
-      this.metrics.running.labels(mode).set(0);
+      this.logger.warn({ err }, "could not remove the database's -wal/-shm files at stop (the database is consistent)");
     }
   }
 

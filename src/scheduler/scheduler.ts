@@ -20,7 +20,6 @@
 import { setMaxListeners } from "node:events";
 import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
-import { ResponseInfo } from "../client/http.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
 import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
@@ -267,7 +266,7 @@ export class RequestScheduler {
     // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
     if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
-    const raHeader = err.cause instanceof ResponseInfo ? err.cause.headers.get("retry-after") : null;
+    const raHeader = err.retryAfter;
     if (retryAfterBeyondCap(raHeader, now)) {
       const capH = DEFAULTS.maxServerWaitMs / 3_600_000;
       this.emit({ type: "suspicious", endpoint, status: err.status, retryAfter: raHeader!, message: `${endpoint}: the server asked to wait beyond ${capH} h (Retry-After: ${raHeader!.slice(0, 64)}); no server may impose more than ${capH} h, so ${capH} h it is` });

@@ -1,9 +1,11 @@
 /**
  * Progress of a long run. On a terminal: one live line (SKUs done of the list's
- * summary.skuCount, requests/s, time spent waiting on the quota, ETA). Not on a
- * terminal: a log line every few seconds instead.
+ * summary.skuCount, requests/s, time spent waiting on the quota, ETA), which log lines
+ * are printed above rather than through (core/terminal.ts LiveLine). Not on a terminal:
+ * a log line every few seconds instead.
  */
 import type { Logger } from "../core/logger.js";
+import { stderrLine, type LiveLine } from "../core/terminal.js";
 
 export interface ProgressUpdate {
   done: number;
@@ -60,7 +62,7 @@ class Tracker {
 export class TtyProgress implements ProgressSink {
   private readonly t = new Tracker();
   private readonly timer: NodeJS.Timeout;
-  constructor(private readonly out: NodeJS.WriteStream = process.stderr) {
+  constructor(private readonly out: LiveLine = stderrLine) {
     this.timer = setInterval(() => this.draw(), 250);
     this.timer.unref();
   }
@@ -68,12 +70,12 @@ export class TtyProgress implements ProgressSink {
     this.t.record(p);
   }
   private draw(): void {
-    this.out.write(`\r\x1b[2K${this.t.line()}`);
+    this.out.show(this.t.line());
   }
   finish(): void {
     clearInterval(this.timer);
     this.draw();
-    this.out.write("\n");
+    this.out.end();
   }
 }
 

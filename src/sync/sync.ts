@@ -23,6 +23,7 @@ import { describeError, SyncError, WorkspaceMismatchError } from "../core/errors
 import type { Secret } from "../core/secret.js";
 import type { WorkspaceResponse } from "../core/api-schemas.js";
 import { ApiClient, type RequestTrace } from "../client/api-client.js";
+import { poolTransport } from "../client/transport.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, type DB } from "../store/db.js";
 import { peekDatabase } from "../store/runs.js";
@@ -115,6 +116,7 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     key,
     scheduler,
     http: { ...config.http, connections: config.concurrency },
+    transport: poolTransport,
     ...(logger?.isLevelEnabled("trace") ? { onRequest: (r: RequestTrace) => logger.trace(r, "request") } : {}),
   });
   return { client, scheduler };

@@ -2,12 +2,17 @@
  * The API client against msw: parsing of each endpoint, the tolerant-reader rules,
  * headers, cursors, error bodies and bad responses. msw intercepts globalThis.fetch;
  * `onUnhandledRequest: "error"` plus the host `api.test.invalid` (which cannot
- * resolve) make every test here fail if the client stops being intercepted.
+ * resolve) make every test here fail if the client stops being intercepted. The client is
+ * given `fetchTransport` (what msw intercepts); production's `poolTransport` is not
+ * intercepted, which the "transport" tests show against a real local server.
  */
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { http, HttpResponse } from "msw";
 import { setupServer } from "msw/node";
 import { ApiClient } from "../../src/client/api-client.js";
+import { fetchTransport, poolTransport, type TransportFactory } from "../../src/client/transport.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
 import { ApiError } from "../../src/core/errors.js";
 import { Secret } from "../../src/core/secret.js";
@@ -22,7 +27,7 @@ beforeAll(() => server.listen({ onUnhandledRequest: "error" }));
 afterEach(() => server.resetHandlers());
 afterAll(() => server.close());
 
-function client(overrides: Partial<{ maxResponseBytes: number; maxRetries: number }> = {}) {
+function client(overrides: Partial<{ maxResponseBytes: number; maxRetries: number; baseUrl: string; transport: TransportFactory }> = {}) {
   const scheduler = new RequestScheduler({
     concurrency: 2,
     requestsPerSecond: null,
@@ -34,10 +39,11 @@ function client(overrides: Partial<{ maxResponseBytes: number; maxRetries: numbe
     maxWaitMs: 60_000,
   });
   return new ApiClient({
-    baseUrl: new URL(BASE),
+    baseUrl: new URL(overrides.baseUrl ?? BASE),
     key: new Secret(KEY),
     scheduler,
     http: { connectTimeoutMs: 2_000, responseTimeoutMs: 5_000, maxResponseBytes: overrides.maxResponseBytes ?? 1_000_000, connections: 2 },
+    transport: overrides.transport ?? fetchTransport,
   });
 }
 const signal = () => AbortSignal.timeout(10_000);
@@ -61,6 +67,13 @@ async function rejection(p: Promise<unknown>): Promise<ApiError> {
     return err as ApiError;
   }
   throw new Error("expected the call to fail");
+}
+
+/** The deepest ApiError of a cause chain: the one the client made, under any wrapper. */
+function innermost(err: ApiError): ApiError {
+  let cur = err;
+  while (cur.cause instanceof ApiError) cur = cur.cause;
+  return cur;
 }
 
 describe("requests", () => {
@@ -267,5 +280,99 @@ describe("errors", () => {
     const ws = await client({ maxRetries: 3 }).workspace(signal());
     expect(ws.workspace.id).toBe("w");
     expect(calls).toBe(3);
+  });
+
+  it("context travels as fields: a detail 404 carries endpoint, SKU, status and code; the message names the SKU once", async () => {
+    server.use(
+      http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () =>
+        HttpResponse.json({ error: { code: "not_found", message: "no such SKU" } }, { status: 404 }),
+      ),
+    );
+    const err = await rejection(client().detail(SKU, signal()));
+    expect(err).toMatchObject({ kind: "http", endpoint: "detail", skuId: SKU, status: 404, code: "not_found", retryAfter: null });
+    expect(err.message).toBe(`detail (SKU ${SKU}): HTTP 404 (not_found: no such SKU)`);
+  });
+
+  it("a transport failure of a SKU's request names the SKU (as a field and once in the message); a request without one names none", async () => {
+    server.use(http.get(`${BASE}/v1/external/inventory-status/${SKU}/history`, () => HttpResponse.error()));
+    const err = await rejection(client().historyPage(SKU, {}, signal()));
+    // The scheduler may wrap it ("gave up after 1 attempts"): the client's own error is the innermost.
+    expect(innermost(err)).toMatchObject({ kind: "network", endpoint: "history", skuId: SKU });
+    expect(err.message).toMatch(new RegExp(`^history \\(SKU ${SKU}\\): network error`));
+    expect(err.message.split(SKU)).toHaveLength(2);
+
+    server.use(http.get(`${BASE}/v1/external/locations`, () => HttpResponse.error()));
+    const plain = await rejection(client().locations(signal()));
+    expect(innermost(plain)).toMatchObject({ kind: "network", endpoint: "locations", skuId: null });
+    expect(plain.message).toMatch(/^locations: network error/);
+  });
+
+  it("a 429's Retry-After travels as the error's retryAfter field", async () => {
+    server.use(
+      http.get(`${BASE}/v1/external/inventory-status`, () =>
+        HttpResponse.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429, headers: { "retry-after": "7" } }),
+      ),
+    );
+    const err = await rejection(client().listPage({}, signal()));
+    expect(err).toMatchObject({ kind: "http", status: 429, code: "rate_limited", retryAfter: "7" });
+    expect(err.cause).toBeUndefined();
+  });
+
+  it("a Retry-After that echoes the Authorization header reaches the error without the key", async () => {
+    server.use(
+      http.get(`${BASE}/v1/external/inventory-status`, ({ request }) =>
+        HttpResponse.json({}, { status: 429, headers: { "retry-after": `${request.headers.get("authorization")} ${"9".repeat(500)}` } }),
+      ),
+    );
+    const err = await rejection(client().listPage({}, signal()));
+    expect(err.retryAfter).not.toBeNull();
+    expect(err.retryAfter).not.toContain(KEY);
+    expect(err.retryAfter!.length).toBeLessThanOrEqual(100);
+  });
+});
+
+describe("transport", () => {
+  /** A real server on 127.0.0.1 and an msw handler for the same URL: which of the two answers shows which transport was used. */
+  async function bothAnswering(run: (base: string) => Promise<string>): Promise<{ name: string; realServerSaw: number; mswSaw: number }> {
+    let realServerSaw = 0;
+    let mswSaw = 0;
+    const real = createServer((_req, res) => {
+      realServerSaw++;
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ workspace: { id: "w", name: "real" }, scope: "read" }));
+    });
+    await new Promise<void>((resolve) => real.listen(0, "127.0.0.1", resolve));
+    const base = `http://127.0.0.1:${(real.address() as AddressInfo).port}`;
+    server.use(http.get(`${base}/v1/external/workspace`, () => (mswSaw++, HttpResponse.json({ workspace: { id: "w", name: "msw" }, scope: "read" }))));
+    try {
+      return { name: await run(base), realServerSaw, mswSaw };
+    } finally {
+      real.closeAllConnections();
+      await new Promise<void>((resolve) => real.close(() => resolve()));
+    }
+  }
+
+  it("is the caller's choice: poolTransport goes to the network even while msw has replaced globalThis.fetch", async () => {
+    const seen = await bothAnswering(async (base) => {
+      const c = client({ baseUrl: base, transport: poolTransport });
+      try {
+        return (await c.workspace(signal())).workspace.name!;
+      } finally {
+        await c.close();
+      }
+    });
+    expect(seen).toEqual({ name: "real", realServerSaw: 1, mswSaw: 0 });
+  });
+
+  it("fetchTransport goes through globalThis.fetch, so msw answers", async () => {
+    const seen = await bothAnswering(async (base) => {
+      const c = client({ baseUrl: base, transport: fetchTransport });
+      try {
+        return (await c.workspace(signal())).workspace.name!;
+      } finally {
+        await c.close();
+      }
+    });
+    expect(seen).toEqual({ name: "msw", realServerSaw: 0, mswSaw: 1 });
   });
 });

@@ -180,8 +180,8 @@ describe("one writer per database file", () => {
 });
 
 describe("SIGINT and SIGTERM", () => {
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    it(`${sig} mid-run: exits within 5 s, the run is recorded interrupted, the file is consistent, and the next sync resumes the same walk to ground truth`, async () => {
+  for (const [sig, exitCode] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    it(`${sig} mid-run: exits ${exitCode} within 5 s, the run is recorded interrupted, the file is consistent, and the next sync resumes the same walk to ground truth`, async () => {
       const db = join(dir, `${sig}.db`);
       sim.setFaults([SLOW]);
       sim.resetStats();
@@ -195,7 +195,7 @@ describe("SIGINT and SIGTERM", () => {
       p.child.kill(sig);
       const end = await p.closed;
       expect(end.at - sentAt).toBeLessThan(5_000);
-      expect(end.code, p.out()).toBe(1);
+      expect(end.code, p.out()).toBe(exitCode);
       expect(p.out()).toMatch(/sync: interrupted: interrupted before the run finished/);
 
       const run = lastRun(db);

@@ -1,14 +1,18 @@
 /**
  * The CLI's exit-code contract, each code through the real CLI: 2 usage/config,
- * 3 key refused, 4 wrong workspace or a database of another workspace (nothing written).
+ * 3 key refused, 4 wrong workspace or a database of another workspace (nothing written),
+ * 130 SIGINT, 143 SIGTERM of a one-shot sync, 0 for the daemon's SIGTERM (its normal
+ * stop). A stopped sync or daemon leaves no -wal/-shm beside the database.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createHash } from "node:crypto";
+import type { ChildProcess } from "node:child_process";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { runCli } from "../helpers/cli.js";
+import { runCli, spawnCli } from "../helpers/cli.js";
+import { lastRun } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_exit_0a1b2c3d4e5f60718293a4b5";
 let sim: RunningSimulator;
@@ -123,3 +127,86 @@ describe("exit 4: the wrong workspace, nothing written", () => {
     expect(sha(db)).toBe(before);
   });
 });
+
+/** A process we started, with its output and its end. */
+interface Started {
+  child: ChildProcess;
+  out: () => string;
+  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+const started: ChildProcess[] = [];
+afterEach(() => {
+  for (const c of started.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
+});
+
+function start(args: string[], extraEnv: Record<string, string>): Started {
+  const child = spawnCli(args, { env: extraEnv });
+  started.push(child);
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  child.stderr!.on("data", (d) => (out += d));
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on("close", (code, signal) => resolve({ code, signal })));
+  return { child, out: () => out, exit };
+}
+
+/** Poll `probe` (no database reads: a reader of ours must not be the one holding -wal/-shm) until it holds. */
+async function until(probe: () => unknown, what: () => string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what()}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+const walFiles = (db: string) => [`${db}-wal`, `${db}-shm`].filter((f) => existsSync(f));
+
+describe("exit 130 and 143: stopped by a signal, no -wal/-shm left", () => {
+  let slow: RunningSimulator;
+  beforeAll(async () => {
+    slow = await startSimulator({ seed: 23, skus: 200, apiKey: KEY });
+    // Every SKU request held a while: a run is still fetching SKUs when the signal comes.
+    slow.setFaults([{ kind: "slow", delayMs: 50, endpoint: ["detail", "history"] }]);
+  });
+  afterAll(async () => {
+    await slow?.close();
+  });
+
+  for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+    it(`sync stopped by ${sig} mid-run exits ${code}, the run recorded interrupted, no -wal/-shm left`, async () => {
+      const db = join(dir, `sync-${sig}.db`);
+      slow.resetStats();
+      const p = start(["sync", "--full", "--no-progress"], { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: slow.baseUrl, INVENTORY_DB: db });
+      await until(() => slow.stats().byEndpoint.detail >= 10, () => `10 detail requests:\n${p.out()}`);
+      p.child.kill(sig);
+      const end = await p.exit;
+      expect(end, p.out()).toEqual({ code, signal: null });
+      expect(p.out()).toMatch(/sync: interrupted: interrupted before the run finished/);
+      expect(walFiles(db)).toEqual([]);
+      expect(lastRun(db)).toMatchObject({ status: "interrupted" });
+    });
+  }
+
+  for (const [sig, code] of [["SIGTERM", 0], ["SIGINT", 130]] as const) {
+    it(`the daemon stopped by ${sig} after a run and a /metrics scrape exits ${code} and leaves no -wal/-shm`, async () => {
+      const db = join(dir, `daemon-${sig}.db`);
+      const cfg = join(dir, `daemon-${sig}.json`);
+      // Nothing scheduled during the test: only the catch-up run on the empty database.
+      writeFileSync(cfg, JSON.stringify({ db, schedule: { incremental: "0 0 1 1 *", full: "0 0 1 1 *" }, daemon: { listen: "127.0.0.1:0" } }));
+      const d = start(["daemon", "--config", cfg], { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl });
+      await until(() => d.out().includes('"msg":"run succeeded"'), () => `the catch-up run:\n${d.out()}`);
+      const url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(d.out())![1];
+      const metrics = await fetch(`${url}/metrics`);
+      expect(metrics.status).toBe(200);
+      expect(await metrics.text()).toMatch(/^inventory_mirror_skus_not_clean \d+/m);
+      // The daemon's read-only state reads made them appear; the stop must remove them.
+      expect(walFiles(db)).toContain(`${db}-shm`);
+      d.child.kill(sig);
+      const end = await d.exit;
+      expect(end, d.out()).toEqual({ code, signal: null });
+      expect(d.out()).toContain('"msg":"daemon stopped"');
+      expect(walFiles(db)).toEqual([]);
+      expect(lastRun(db)).toMatchObject({ status: "succeeded" });
+    });
+  }
+});
+

@@ -6,7 +6,6 @@
  * fast enough to tune against a matrix of shapes. The real-process matrix is `npm run bench`.
  */
 import { ApiError } from "../../src/core/errors.js";
-import { ResponseInfo } from "../../src/client/http.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../../src/scheduler/scheduler.js";
 
 export class VirtualClock implements Clock {
@@ -139,9 +138,7 @@ class ModelServer {
     if (decision.ok) return;
     const readAt = this.clock.now();
     if (decision.until !== null) this.deadlines.push({ readAt, until: decision.until });
-    const headers = new Headers();
-    if (decision.header !== null) headers.set("retry-after", decision.header);
-    throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, cause: new ResponseInfo(headers) });
+    throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, retryAfter: decision.header });
   }
 
   private decide(t: number): { ok: true } | { ok: false; status: number; header: string | null; until: number | null } {

@@ -5,7 +5,6 @@
  */
 import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/core/errors.js";
-import { ResponseInfo } from "../../src/client/http.js";
 import { RequestScheduler, type Clock, type SchedulerOptions } from "../../src/scheduler/scheduler.js";
 
 /** A clock whose sleeps resolve in time order when `advance` is called. */
@@ -55,7 +54,7 @@ const http429 = (retryAfter: string | null) =>
     kind: "http",
     endpoint: "list",
     status: 429,
-    cause: new ResponseInfo(new Headers(retryAfter === null ? {} : { "retry-after": retryAfter })),
+    retryAfter,
   });
 
 /** Run `n` logical requests at once and drive the fake clock until all settle. */

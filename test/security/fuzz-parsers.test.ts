@@ -18,6 +18,7 @@ import fc from "fast-check";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { ApiClient } from "../../src/client/api-client.js";
+import { poolTransport } from "../../src/client/transport.js";
 import { MAX_JSON_DEPTH } from "../../src/client/http.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
 import { ApiError } from "../../src/core/errors.js";
@@ -65,6 +66,7 @@ function makeClient(maxResponseBytes = 1_000_000): ApiClient {
     key: new Secret(KEY),
     scheduler: new RequestScheduler({ concurrency: 1, requestsPerSecond: null, maxRetries: 0, max429Retries: 0, backoffBaseMs: 1, backoffCapMs: 1, minRetryAfterMs: 1, maxWaitMs: 1_000 }),
     http: { connectTimeoutMs: 2_000, responseTimeoutMs: 5_000, maxResponseBytes, connections: 1 },
+    transport: poolTransport,
   });
 }
 

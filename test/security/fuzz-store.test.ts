@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ApiClient } from "../../src/client/api-client.js";
+import { poolTransport } from "../../src/client/transport.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
 import { ApiError } from "../../src/core/errors.js";
 import { Secret } from "../../src/core/secret.js";
@@ -60,6 +61,7 @@ beforeAll(async () => {
     key: new Secret(KEY),
     scheduler: new RequestScheduler({ concurrency: 1, requestsPerSecond: null, maxRetries: 0, max429Retries: 0, backoffBaseMs: 1, backoffCapMs: 1, minRetryAfterMs: 1, maxWaitMs: 1_000 }),
     http: { connectTimeoutMs: 2_000, responseTimeoutMs: 5_000, maxResponseBytes: 1_000_000, connections: 1 },
+    transport: poolTransport,
   });
   dir = mkdtempSync(join(tmpdir(), "im-fuzzstore-"));
   db = openDatabase(join(dir, "mirror.db"));

@@ -34,6 +34,7 @@ import type { EndpointName } from "../../src/core/defaults.js";
 import { createLogger } from "../../src/core/logger.js";
 import { redactSecrets, Secret } from "../../src/core/secret.js";
 import { ApiClient } from "../../src/client/api-client.js";
+import { poolTransport } from "../../src/client/transport.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
 import { ApiError } from "../../src/core/errors.js";
 import { runCli, spawnCli, type CliResult } from "../helpers/cli.js";
@@ -670,6 +671,7 @@ describe("the key goes to the configured origin only", () => {
       key: new Secret(KEY),
       scheduler: new RequestScheduler({ concurrency: 1, requestsPerSecond: null, maxRetries: 0, max429Retries: 0, backoffBaseMs: 1, backoffCapMs: 2, minRetryAfterMs: 1, maxWaitMs: 1_000 }),
       http: { connectTimeoutMs: 2_000, responseTimeoutMs: 2_000, maxResponseBytes: 100_000, connections: 1 },
+      transport: poolTransport,
     });
 
   for (const code of [301, 302, 303, 307, 308]) {

@@ -2,12 +2,14 @@
  * `inventory-mirror daemon`: the sidecar. Scheduled incremental and full syncs
  * (config schedule.*), /healthz /readyz /metrics on daemon.listen, until SIGTERM or
  * SIGINT: then it stops scheduling, interrupts the run in hand after its current
- * transaction, closes the database and exits 0 (within STOP_DEADLINE_MS).
- * A second signal exits at once (SQLite's journal keeps the file consistent).
+ * transaction, closes the database (no -wal/-shm left behind) and exits within
+ * STOP_DEADLINE_MS: 0 after SIGTERM (its normal stop, as under `docker stop`), 130 after
+ * SIGINT (Ctrl-C, the shell's convention). A second signal exits at once with 130 or 143
+ * (SQLite's journal keeps the file consistent).
  */
 import { checkDirectory } from "../../store/db.js";
 import { loadConfig, loadKey, type ResolvedConfig } from "../../core/config.js";
-import { ConfigError } from "../../core/errors.js";
+import { ConfigError, EXIT, exitCodeOfSignal } from "../../core/errors.js";
 import { createLogger } from "../../core/logger.js";
 import { redactSecrets } from "../../core/secret.js";
 import { Daemon } from "../../daemon/daemon.js";
@@ -39,11 +41,13 @@ export default async function daemon(v: Values): Promise<number> {
   let stopping: Promise<number> | null = null;
   let resolveStopped!: (code: number) => void;
   const stopped = new Promise<number>((resolve) => (resolveStopped = resolve));
-  const onSignal = (sig: NodeJS.Signals) => {
+  const onSignal = (sig: "SIGINT" | "SIGTERM") => {
     if (stopping) {
       process.stderr.write(`inventory-mirror daemon: second ${sig}, exiting now\n`);
-      process.exit(1);
+      process.exit(exitCodeOfSignal(sig));
     }
+    // SIGTERM is how a daemon is meant to stop (docker stop, systemd): a clean stop, 0.
+    const code = sig === "SIGTERM" ? EXIT.ok : exitCodeOfSignal(sig);
     logger.info({ signal: sig }, "stopping: no new runs; interrupting the run in hand after its current transaction");
     const deadline = setTimeout(() => {
       logger.error(`the daemon did not stop within ${STOP_DEADLINE_MS / 1000} s; exiting (the database stays consistent)`);
@@ -51,8 +55,8 @@ export default async function daemon(v: Values): Promise<number> {
     }, STOP_DEADLINE_MS);
     deadline.unref();
     stopping = startup.then(
-      () => d.stop(new Error(`received ${sig}`)).then(() => 0),
-      () => 0,
+      () => d.stop(new Error(`received ${sig}`)).then(() => code),
+      () => code,
     );
     void stopping.then((code) => {
       clearTimeout(deadline);

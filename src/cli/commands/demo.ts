@@ -5,7 +5,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
-import { ConfigError } from "../../core/errors.js";
+import { ConfigError, exitCodeOfSignal } from "../../core/errors.js";
 import { loadConfig } from "../../core/config.js";
 import { createLogger, LOG_LEVELS } from "../../core/logger.js";
 import { Secret } from "../../core/secret.js";
@@ -27,14 +27,17 @@ export default async function demo(v: Record<string, unknown>): Promise<number> 
 
   process.stdout.write(`Starting the simulator (seed 42, ${skus} SKUs) on 127.0.0.1…\n`);
   const sim = await startSimulator({ seed: 42, skus, apiKey });
-  const { signal, dispose } = abortOnSignals(logger);
+  const { signal, received, dispose } = abortOnSignals(logger);
   try {
     // The environment is ignored on purpose: the demo must not pick up a real base URL or database.
     const config = loadConfig({ db: dbPath, baseUrl: sim.baseUrl, logLevel: "warn" }, {});
     process.stdout.write(`Full sync of ${sim.baseUrl} into ${dbPath}…\n`);
     const result = await runSync({ mode: "full", config, key: new Secret(apiKey), logger, signal });
     process.stdout.write("\n" + forTerminal(summarize(result)) + "\n");
-    if (result.status !== "succeeded") return 1;
+    if (result.status !== "succeeded") {
+      const sig = received();
+      return sig ? exitCodeOfSignal(sig) : 1;
+    }
     const rel = dbPath.startsWith(process.cwd()) ? "." + dbPath.slice(process.cwd().length) : dbPath;
     process.stdout.write(
       [

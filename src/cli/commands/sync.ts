@@ -4,26 +4,35 @@ import { runSync, type SyncResult } from "../../sync/sync.js";
 import { syncExitCode } from "../../sync/outcome.js";
 import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress.js";
 import { abortOnSignals, setup } from "../common.js";
-import { describeError } from "../../core/errors.js";
+import { describeError, exitCodeOfSignal } from "../../core/errors.js";
 import { redactSecrets } from "../../core/secret.js";
 import { forTerminal } from "../../core/terminal.js";
 
 export default async function sync(v: Record<string, unknown>): Promise<number> {
   const { config, key, logger } = setup(v as never);
   const mode = v.full ? "full" : "incremental";
-  const { signal, dispose } = abortOnSignals(logger);
+  const stop = abortOnSignals(logger);
   const progress: ProgressSink =
     process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
   let result: SyncResult;
   try {
-    result = await runSync({ mode, config, key, logger, signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });
+    result = await runSync({ mode, config, key, logger, signal: stop.signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });
+  } catch (err) {
+    // Stopped by a signal before the run had begun (it was checking the workspace): nothing was recorded.
+    const sig = stop.received();
+    if (!sig) throw err;
+    process.stderr.write(`inventory-mirror sync: interrupted (${sig}): ${forTerminal(redactSecrets(describeError(err)))}\n`);
+    return exitCodeOfSignal(sig);
   } finally {
     progress.finish();
-    dispose();
+    stop.dispose();
   }
   if (v.json) process.stdout.write(JSON.stringify({ ...result, error: result.error ? redactSecrets(describeError(result.error)) : null }) + "\n");
   else process.stdout.write(forTerminal(summarize(result)) + "\n");
   if (result.status !== "succeeded" && result.error) process.stderr.write(`inventory-mirror sync: ${result.status}: ${forTerminal(redactSecrets(describeError(result.error)))}\n`);
+  // Stopped by a signal: the shell's convention (130, 143), whatever the run had reached.
+  const signal = stop.received();
+  if (signal) return exitCodeOfSignal(signal);
   // The outcome table (src/sync/outcome.ts): 0 also for a run stopped by the budget the user set.
   return syncExitCode(result.status, result.error);
 }
