@@ -296,7 +296,7 @@ export class RequestScheduler {
       const limit = action === "backoff-and-retry-twice" ? Math.min(INVALID_RESPONSE_RETRIES, this.opts.maxRetries) : this.opts.maxRetries;
       if (tries.bounded > limit) {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.all} attempts: ${err.message}`, attempts: tries.all });
-        throw new ApiError(`${err.message} (gave up after ${tries.all} attempts)`, { kind: err.kind, endpoint, status: err.status, code: err.code, cause: err });
+        throw new ApiError(`${err.message} (gave up after ${tries.all} attempts)`, { kind: err.kind, endpoint, status: err.status, code: err.code, skuId: err.skuId, retryAfter: err.retryAfter, cause: err });
       }
       waitMs = ra ?? backoffMs(tries.bounded, this.opts.backoffBaseMs, this.opts.backoffCapMs, this.random);
       // A wait the server named holds for every worker; without one, only this request backs off
