@@ -16,7 +16,6 @@ import {
 import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
-import type { RequestScheduler } from "../scheduler/scheduler.js";
 import { getJson, requestError, safeText, type RequestContext } from "./http.js";
 import type { HttpOptions, Transport, TransportFactory } from "./transport.js";
 
@@ -33,10 +32,19 @@ export interface HistoryQuery {
   scopeLocationId?: string;
 }
 
+/**
+ * What the client needs of the scheduler (src/scheduler/scheduler.ts, which the caller
+ * injects): run one logical request, calling `attempt` once per try and retrying as it
+ * decides. `onStatus` tells it an answer's status as soon as its headers are in.
+ */
+export interface RequestRunner {
+  run<T>(endpoint: EndpointName, attempt: (onStatus: (status: number) => void) => Promise<T>, signal: AbortSignal): Promise<T>;
+}
+
 export interface ApiClientOptions {
   baseUrl: URL;
   key: Secret;
-  scheduler: RequestScheduler;
+  scheduler: RequestRunner;
   http: HttpOptions;
   /**
    * How requests reach the server, chosen by the caller: `poolTransport` in production,

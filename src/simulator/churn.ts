@@ -4,10 +4,29 @@
  * holds after churn too; it reads the state only to choose valid arguments (a leaf that
  * has stock to ship, a pair of leaves under one root for a transfer).
  */
-import type { SimModel } from "./model.js";
+import type { HistoryRowIn, WorkspaceState } from "./types.js";
 import type { Rng } from "./prng.js";
 import type { SkuState } from "./types.js";
 import { FRESHNESS_NOT_CLEAN } from "./vocabulary.js";
+
+/**
+ * What churn does to the model: the model's own mutations (src/simulator/model.ts), named
+ * here so that churn does not import the model that calls it.
+ */
+export interface ChurnTarget {
+  readonly state: WorkspaceState;
+  skuIds(): string[];
+  balance(skuId: string, leafId: string): number;
+  movement(skuId: string, leafId: string, delta: number): HistoryRowIn;
+  set(skuId: string, leafId: string, observed: number): HistoryRowIn;
+  transfer(skuId: string, fromLeafId: string, toLeafId: string, qty: number): [HistoryRowIn, HistoryRowIn];
+  addSku(): string;
+  removeSku(skuId: string): void;
+  renameSku(skuId: string, name: string): void;
+  lateRow(skuId: string, leafId: string, delta: number, agoMs: number): HistoryRowIn;
+  markDirty(skuId: string, leafId: string, status: (typeof FRESHNESS_NOT_CLEAN)[number]): void;
+  settle(skuId?: string, leafId?: string): number;
+}
 
 export interface ChurnSummary {
   fraction: number;
@@ -42,7 +61,7 @@ const ADD_CHANCE = 0.05;
 
 /** What every churn operation works with. */
 interface Churn {
-  model: SimModel;
+  model: ChurnTarget;
   rng: Rng;
   summary: ChurnSummary;
   allLeaves: readonly number[];
@@ -61,7 +80,7 @@ interface Target {
   withRows: SkuState["projections"];
 }
 
-export function randomChurn(model: SimModel, fraction: number, rng: Rng): ChurnSummary {
+export function randomChurn(model: ChurnTarget, fraction: number, rng: Rng): ChurnSummary {
   if (!(fraction >= 0 && fraction <= 1)) throw new RangeError(`fraction must be in [0, 1], got ${fraction}`);
   const picked = pickSkus(model.skuIds(), fraction, rng);
   const summary = emptySummary(fraction, picked.length);
@@ -113,7 +132,7 @@ function emptySummary(fraction: number, picked: number): ChurnSummary {
   };
 }
 
-function churnContext(model: SimModel, rng: Rng, summary: ChurnSummary): Churn {
+function churnContext(model: ChurnTarget, rng: Rng, summary: ChurnSummary): Churn {
   const state = model.state;
   const leafId = (leaf: number): string => state.locations[leaf]!.id;
   return {

@@ -8,12 +8,9 @@
  */
 import type { SimulatorOptions } from "./index.js";
 import { QUOTA_PROFILES } from "./quota-profiles.js";
+import type { ServerProfile } from "./server-profile.js";
 
-export interface ServerProfile {
-  /** One line: which behaviour the document allows, that this profile takes. */
-  about: string;
-  options: Partial<SimulatorOptions>;
-}
+export type { ServerProfile };
 
 export const SERVER_PROFILES: Record<string, ServerProfile> = {
   default: { about: "the simulator's own choices (README 'Simulator', src/simulator/index.ts)", options: {} },

@@ -5,7 +5,7 @@
  * SERVER_PROFILES (profiles.ts); combine them (`--profile quota-small-burst --profile
  * quota-503-bursts`). The values are examples: the bench's quota matrix picks its own.
  */
-import type { ServerProfile } from "./profiles.js";
+import type { ServerProfile } from "./server-profile.js";
 
 export const QUOTA_PROFILES: Record<string, ServerProfile> = {
   "quota-slow-no-burst": {
