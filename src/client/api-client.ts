@@ -122,7 +122,7 @@ export class ApiClient {
   private async attempt<S extends z.ZodType>(url: URL, ctx: RequestContext, schema: S, signal: AbortSignal, onStatus: (status: number) => void): Promise<z.output<S>> {
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
-    let raw;
+    let raw: Awaited<ReturnType<typeof getJson>>;
     try {
       raw = await getJson(url, ctx, this.opts.key, this.opts.http, this.transport, signal, onStatus);
     } catch (err) {

@@ -169,7 +169,7 @@ function rankLeaves(locations: LocationState[]): Int32Array {
   const rank = new Int32Array(locations.length).fill(-1);
   const leafIdx = locations.filter((l) => l.kind === "leaf").map((l) => l.idx);
   leafIdx.sort((a, b) => (locations[a]!.id < locations[b]!.id ? -1 : 1));
-  leafIdx.forEach((idx, i) => (rank[idx] = i));
+  for (const [i, idx] of leafIdx.entries()) rank[idx] = i;
   return rank;
 }
 

@@ -25,7 +25,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { FaultRule } from "./faults.js";
-import { createModel, MODEL_DEFAULTS, SimModel, type ModelOptions } from "./model.js";
+import { createModel, MODEL_DEFAULTS, type SimModel, type ModelOptions } from "./model.js";
 import type { QuotaOptions } from "./quota.js";
 import { SimServer } from "./server.js";
 import type { SimStats } from "./stats.js";

@@ -221,7 +221,7 @@ export class SimModel {
     for (let j = i; j < end; j++) {
       const sku = view.skus[j]!;
       const locationQuantities: Record<string, number> = {};
-      view.scope.roots.forEach((r, pos) => (locationQuantities[this.state.locations[r]!.id] = view.rootQty[j * nRoots + pos]!));
+      for (const [pos, r] of view.scope.roots.entries()) locationQuantities[this.state.locations[r]!.id] = view.rootQty[j * nRoots + pos]!;
       items.push({ ...this.skuWire(sku), totalQuantity: view.totals[j]!, locationQuantities });
     }
     return {
@@ -535,7 +535,7 @@ export class SimModel {
 
   private activeLeaf(id: string): number {
     const loc = this.state.locations.find((l) => l.id === id);
-    if (!loc || loc.kind !== "leaf" || !loc.active) throw new RangeError(`${id} is not an active leaf location`);
+    if (loc?.kind !== "leaf" || !loc.active) throw new RangeError(`${id} is not an active leaf location`);
     return loc.idx;
   }
 

@@ -368,5 +368,5 @@ function addExtraFields(endpoint: EndpointName, b: Record<string, unknown>): voi
       break;
   }
   if (b.page) extra(b.page, "page");
-  if (b.page) (b.page as Record<string, unknown>).hasMore = (b.page as Record<string, unknown>).nextCursor ? true : false;
+  if (b.page) (b.page as Record<string, unknown>).hasMore = Boolean((b.page as Record<string, unknown>).nextCursor);
 }

@@ -96,7 +96,7 @@ export async function* walkHistory(
   const seen = new Set<string>();
   let rows = 0;
   for (;;) {
-    let page;
+    let page: Awaited<ReturnType<ApiClient["historyPage"]>>;
     try {
       page = await client.historyPage(skuId, { cursor, limit: opts.limit }, signal);
     } catch (err) {

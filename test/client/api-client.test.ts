@@ -109,7 +109,10 @@ describe("requests", () => {
 
   it("refuses a non-UUID SKU id before sending anything", async () => {
     let calls = 0;
-    server.use(http.get(`${BASE}/v1/external/inventory-status/*`, () => (calls++, HttpResponse.json({}))));
+    server.use(http.get(`${BASE}/v1/external/inventory-status/*`, () => {
+      calls++;
+      return HttpResponse.json({});
+    }));
     const err = await rejection(client().detail("../../workspace", signal()));
     expect(err.message).toMatch(/not a UUID/);
     expect(calls).toBe(0);
@@ -261,7 +264,10 @@ describe("errors", () => {
     let followed = 0;
     server.use(
       http.get(`${BASE}/v1/external/workspace`, () => new HttpResponse(null, { status: 302, headers: { location: "https://elsewhere.test.invalid/steal" } })),
-      http.get("https://elsewhere.test.invalid/steal", () => (followed++, HttpResponse.json({}))),
+      http.get("https://elsewhere.test.invalid/steal", () => {
+        followed++;
+        return HttpResponse.json({});
+      }),
     );
     const err = await rejection(client().workspace(signal()));
     expect(err.message).toMatch(/302 redirect; redirects are not followed/);
@@ -343,7 +349,10 @@ describe("transport", () => {
     });
     await new Promise<void>((resolve) => real.listen(0, "127.0.0.1", resolve));
     const base = `http://127.0.0.1:${(real.address() as AddressInfo).port}`;
-    server.use(http.get(`${base}/v1/external/workspace`, () => (mswSaw++, HttpResponse.json({ workspace: { id: "w", name: "msw" }, scope: "read" }))));
+    server.use(http.get(`${base}/v1/external/workspace`, () => {
+      mswSaw++;
+      return HttpResponse.json({ workspace: { id: "w", name: "msw" }, scope: "read" });
+    }));
     try {
       return { name: await run(base), realServerSaw, mswSaw };
     } finally {

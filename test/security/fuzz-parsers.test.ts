@@ -160,7 +160,7 @@ function violations(v: unknown, shape: Shape, path = "$"): string[] {
     if (Object.getPrototypeOf(v) !== Object.prototype) return bad("a plain object");
     const extra = Object.keys(v).filter((k) => !(k in shape.obj));
     if (extra.length) return [`${path}: undocumented field(s) kept: ${extra.join(", ")}`];
-    return Object.entries(shape.obj).flatMap(([k, s]) => (Object.prototype.hasOwnProperty.call(v, k) ? violations((v as Record<string, unknown>)[k], s, `${path}.${k}`) : [`${path}.${k}: missing`]));
+    return Object.entries(shape.obj).flatMap(([k, s]) => (Object.hasOwn(v as object, k) ? violations((v as Record<string, unknown>)[k], s, `${path}.${k}`) : [`${path}.${k}: missing`]));
   }
   if ("arr" in shape) return Array.isArray(v) ? v.flatMap((x, i) => violations(x, shape.arr, `${path}[${i}]`)) : bad("an array");
   if (typeof v !== "object" || v === null || Array.isArray(v)) return bad("a record");

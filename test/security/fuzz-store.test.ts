@@ -185,7 +185,7 @@ describe("a SKU is written whole or not at all", () => {
         let saved: { rowsAdded: number };
         try {
           saved = store.saveSku(run, skuId, f.value.detail, f.value.history);
-        } catch (err) {
+        } catch {
           // The transaction rolled back whole.
           expect(snapshot(skuId)).toEqual(before);
           outcomes.refusedBySave++;

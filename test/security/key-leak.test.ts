@@ -435,8 +435,14 @@ function runUntil(
         },
       );
     };
-    child.stdout!.on("data", (d) => ((out.stdout += d), check()));
-    child.stderr!.on("data", (d) => ((out.stderr += d), check()));
+    child.stdout!.on("data", (d) => {
+      out.stdout += d;
+      check();
+    });
+    child.stderr!.on("data", (d) => {
+      out.stderr += d;
+      check();
+    });
     const timer = setTimeout(stop, timeoutMs);
     const killer = setTimeout(() => child.kill("SIGKILL"), timeoutMs + 10_000);
     child.on("error", reject);

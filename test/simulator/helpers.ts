@@ -21,7 +21,7 @@ export async function get<T = any>(sim: Pick<RunningSimulator, "baseUrl" | "apiK
   headers.set("accept", "application/json");
   const res = await fetch(url, { ...init, headers });
   const text = await res.text();
-  let body: any = undefined;
+  let body: any;
   try {
     body = JSON.parse(text);
   } catch {

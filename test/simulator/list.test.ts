@@ -185,7 +185,7 @@ describe("paging", () => {
       expect(walk.summary.skuCount).toBe(ids.length);
       const size = limit ?? 50;
       expect(walk.pages.length).toBe(Math.ceil(ids.length / size));
-      walk.pages.forEach((p, i) => expect(p.items.length).toBe(i < walk.pages.length - 1 ? size : ids.length - size * (walk.pages.length - 1)));
+      for (const [i, p] of walk.pages.entries()) expect(p.items.length).toBe(i < walk.pages.length - 1 ? size : ids.length - size * (walk.pages.length - 1));
       expect(walk.pages.at(-1).page.nextCursor).toBeNull();
     }
   });
