@@ -9,30 +9,29 @@ import { ConfigError } from "../../core/errors.js";
 import { openDatabase, writerLockHeld } from "../../store/db.js";
 import { hasTable, readStatus, type RunSummary, type StatusReport } from "../../daemon/state.js";
 import { flagsFrom } from "../common.js";
+import type { CliValues } from "../options.js";
 import { forTerminal } from "../../core/terminal.js";
-
-type Values = Record<string, string | boolean | string[] | undefined>;
 
 export const DEFAULT_RUNS = 10;
 export const NOT_CLEAN_SHOWN = 20;
 
-export default async function status(v: Values): Promise<number> {
+export default async function status(v: CliValues): Promise<number> {
   const config = loadConfig(flagsFrom(v));
   const runsRaw = v.runs === undefined ? String(DEFAULT_RUNS) : String(v.runs);
   const runs = Number(runsRaw);
   if (!/^\d+$/.test(runsRaw) || runs < 1 || runs > 1000) throw new ConfigError(`--runs: expected a whole number from 1 to 1000, got "${runsRaw}"`);
-  const db = openDatabase(config.dbPath, { readonly: true });
+  const db = openDatabase(config.db, { readonly: true });
   let report: StatusReport;
   try {
     if (!hasTable(db, "sync_runs")) {
-      throw new ConfigError(`${config.dbPath} is not an inventory-mirror database (no sync_runs table); run 'inventory-mirror sync --full' first or pass --db`);
+      throw new ConfigError(`${config.db} is not an inventory-mirror database (no sync_runs table); run 'inventory-mirror sync --full' first or pass --db`);
     }
-    report = readStatus(db, { database: config.dbPath, runs, notCleanLimit: NOT_CLEAN_SHOWN });
+    report = readStatus(db, { database: config.db, runs, notCleanLimit: NOT_CLEAN_SHOWN });
   } finally {
     db.close();
   }
   // A run recorded as running whose process is gone (kill -9, a crash) is not running.
-  if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.dbPath);
+  if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.db);
   process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(formatStatus(report))) + "\n");
   return 0;
 }
