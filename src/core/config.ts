@@ -210,7 +210,7 @@ export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): 
  * (`"rateLimit": true`) is not set: the parse reports the file's mistake instead of hiding it.
  */
 function withOverlay(file: unknown, flags: Flags, env: NodeJS.ProcessEnv): { merged: unknown; applied: Map<string, Applied> } {
-  const merged = structuredClone(file);
+  const merged = isPlainObject(file) ? { ...file } : file;
   const applied = new Map<string, Applied>();
   const flagText = flags as Readonly<Record<string, string | undefined>>;
   for (const entry of OVERLAY as readonly Overlay[]) {
@@ -230,12 +230,18 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** Sets `value` at `path`, creating objects on the way; false where the way holds something else. */
+/**
+ * Sets `value` at `path` of `root` (a copy of the file's top level), copying the objects on the
+ * way (the file's object stays as read) or creating them; false where the way holds something else.
+ */
 function setAt(root: unknown, path: readonly string[], value: unknown): boolean {
   let node = root;
   for (const seg of path.slice(0, -1)) {
     if (!isPlainObject(node)) return false;
-    if (node[seg] === undefined) node[seg] = {};
+    const next = node[seg];
+    if (next === undefined) node[seg] = {};
+    else if (isPlainObject(next)) node[seg] = { ...next };
+    else return false;
     node = node[seg];
   }
   if (!isPlainObject(node)) return false;
