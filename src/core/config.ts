@@ -124,9 +124,11 @@ export const ConfigSchema = z.strictObject({
     })
     .prefault({}),
 });
-/** What a config file may hold (every key optional). */
-export type ConfigFile = z.input<typeof ConfigSchema>;
-/** The resolved config: every key filled in, nested like the file; `baseUrl` a URL, `daemon.listen` host and port. */
+/**
+ * The resolved config: every key filled in, nested and in the units of the file (seconds in
+ * `rateLimit.maxWaitSeconds` and `sync.maxRunSeconds`, megabytes in `storage.walCapMegabytes`);
+ * `baseUrl` a URL or null, `daemon.listen` a host and a port.
+ */
 export type ResolvedConfig = z.output<typeof ConfigSchema>;
 
 /**
@@ -414,7 +416,7 @@ function clip(s: string, max = 80): string {
 
 
 /** Loopback: 127.0.0.0/8, ::1, localhost. Plain http is allowed only there. */
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
   if (h === "localhost") return true;
   if (isIP(h) === 4) return h.startsWith("127.");
