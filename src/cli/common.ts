@@ -1,24 +1,18 @@
 /** What several commands share: flags -> config, the logger, signal handling. */
-import { loadConfig, loadKey, type Flags, type ResolvedConfig } from "../core/config.js";
+import { CONFIG_FLAGS, loadConfig, loadKey, optionOf, type Flags, type ResolvedConfig } from "../core/config.js";
 import { createLogger, type Logger } from "../core/logger.js";
 import type { Secret } from "../core/secret.js";
 import { resolveSku } from "../analysis/resolve-sku.js";
 import type { DB } from "../store/db.js";
 import { ConfigError, exitCodeOfSignal } from "../core/errors.js";
+import type { CliValues } from "./options.js";
 
-type Values = Record<string, string | boolean | string[] | undefined>;
-
-export function flagsFrom(v: Values): Flags {
-  const s = (k: string) => (typeof v[k] === "string" ? (v[k] as string) : undefined);
+/** The options that config reads (--config, --db, --base-url, ...), as loadConfig takes them. */
+export function flagsFrom(v: CliValues): Flags {
   const flags: Flags = {};
-  const map: Array<[keyof Flags, string]> = [
-    ["config", "config"], ["db", "db"], ["baseUrl", "base-url"], ["concurrency", "concurrency"],
-    ["expectedWorkspaceId", "expected-workspace-id"], ["expectedWorkspaceName", "expected-workspace-name"],
-    ["logLevel", "log-level"], ["maxRps", "max-rps"], ["maxRequests", "max-requests"],
-  ];
-  for (const [key, flag] of map) {
-    const val = s(flag);
-    if (val !== undefined) flags[key] = val;
+  for (const flag of CONFIG_FLAGS) {
+    const value = v[optionOf(flag)];
+    if (typeof value === "string") flags[flag] = value;
   }
   return flags;
 }
@@ -30,7 +24,7 @@ export interface Context {
 }
 
 /** Config, then key (so a config mistake is reported even when the key is missing too). */
-export function setup(v: Values): Context {
+export function setup(v: CliValues): Context {
   const config = loadConfig(flagsFrom(v));
   const logger = createLogger(config.logLevel);
   const key = loadKey(process.env, (msg) => logger.warn(msg));

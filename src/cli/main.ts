@@ -6,11 +6,10 @@
 import { describeError, exitCodeOf, ConfigError } from "../core/errors.js";
 import { redactSecrets } from "../core/secret.js";
 import { VERSION } from "../core/version.js";
-import { commandHelp, findCommand, mainHelp, parseCommandArgs } from "./options.js";
+import { commandHelp, findCommand, mainHelp, parseCommandArgs, type CommandRun } from "./options.js";
 import { forTerminal } from "../core/terminal.js";
 
-type Values = Record<string, string | boolean | string[] | undefined>;
-const handlers: Record<string, () => Promise<{ default: (v: Values) => Promise<number> }>> = {
+const handlers: Record<string, () => Promise<{ default: CommandRun }>> = {
   sync: () => import("./commands/sync.js"),
   check: () => import("./commands/check.js"),
   simulate: () => import("./commands/simulate.js"),

@@ -7,6 +7,15 @@ import { ConfigError } from "../core/errors.js";
 import { DEFAULTS } from "../core/defaults.js";
 import { looksLikeKeyName } from "../core/config.js";
 
+/**
+ * A command's parsed options, as parseCommandArgs hands them over: by option name (`base-url`),
+ * a string, true for a switch, a string[] for a repeatable option; absent when not given.
+ */
+export type CliValues = Readonly<Record<string, string | boolean | string[] | undefined>>;
+
+/** What each src/cli/commands/*.ts exports as its default: run the command, return the exit code. */
+export type CommandRun = (values: CliValues) => Promise<number>;
+
 export interface OptionDef {
   name: string;
   type: "string" | "boolean";
@@ -183,7 +192,7 @@ export function findCommand(name: string): CommandDef | undefined {
   return COMMANDS.find((c) => c.name === name);
 }
 
-export function parseCommandArgs(cmd: CommandDef, argv: string[]): Record<string, string | boolean | string[] | undefined> {
+export function parseCommandArgs(cmd: CommandDef, argv: string[]): CliValues {
   // A flag people try for the key (--key, --api-key, --token, --access-token, --secret, --bearer,
   // --key-file... any spelling, see looksLikeKeyName) is refused with where the key goes, and
   // before parseArgs, whose "unknown option" would not say it.
@@ -203,7 +212,7 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): Record<string
   try {
     const { values, positionals } = parseArgs({ args: argv, options, strict: true, allowPositionals: true });
     if (positionals.length) throw new ConfigError(`unexpected argument "${positionals[0]}" for '${cmd.name}'. See 'inventory-mirror ${cmd.name} --help'.`);
-    return values as Record<string, string | boolean | string[] | undefined>;
+    return values as CliValues;
   } catch (err) {
     if (err instanceof ConfigError) throw err;
     const message = (err as Error).message;

@@ -1,7 +1,11 @@
 /**
- * Configuration: defaults < config file < environment < flags. The config file is
- * validated with zod (strict: unknown keys are mistakes); every error names the key
- * and what was expected, and is raised before any request is made (exit 2).
+ * Configuration from one source: the zod schema below. Its input is the config file (strict:
+ * unknown keys are mistakes), its defaults are DEFAULTS (core/defaults.ts), and its output,
+ * `ResolvedConfig`, nests like the file (`rateLimit.*`, `retry.*`, ...). Precedence is
+ * defaults < config file < environment < flags: the environment and the flags are an overlay
+ * set into the file's object before the one parse, so a flag is checked by the rule of the key
+ * it stands for. Every error names the key (or flag, or variable) and what was expected, and
+ * is raised before any request is made (exit 2).
  *
  * The developer key is not configuration: it comes only from INVENTORY_API_KEY or the
  * file named by INVENTORY_API_KEY_FILE, and a key found anywhere else is refused.
@@ -16,103 +20,168 @@ import { ConfigError } from "./errors.js";
 import { LOG_LEVELS } from "./logger.js";
 import { Secret } from "./secret.js";
 
-const cron = z.string().refine((s) => validateCron(s), { message: "expected a cron expression such as '*/5 * * * *'" });
-const positiveInt = z.number().int().positive();
+/** Most requests in flight (and SKU workers) anyone may configure. */
+const MAX_CONCURRENCY = 64;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const LISTEN = /^(\[[0-9a-f:]+\]|[^\s:[\]]+):(\d{1,5})$/i;
 
-/** The config file's schema. Documented in README ("Configuration"); config.example.json shows every key. */
-export const ConfigFile = z.strictObject({
-  $schema: z.string().optional(),
-  baseUrl: z.string().optional(),
-  db: z.string().min(1).optional(),
-  concurrency: positiveInt.max(64).optional(),
-  logLevel: z.enum(LOG_LEVELS).optional(),
-  expectedWorkspace: z.strictObject({ id: z.string().min(1).optional(), name: z.string().min(1).optional() }).optional(),
-  rateLimit: z
-    .strictObject({
-      requestsPerSecond: z.number().positive().nullable().optional(),
-      adaptive: z.boolean().optional(),
-      maxWaitSeconds: z.number().positive().optional(),
-    })
-    .optional(),
-  http: z
-    .strictObject({
-      connectTimeoutMs: positiveInt.optional(),
-      responseTimeoutMs: positiveInt.optional(),
-      maxResponseBytes: positiveInt.optional(),
-    })
-    .optional(),
-  retry: z
-    .strictObject({
-      maxRetries: z.number().int().min(0).max(100).optional(),
-      max429Retries: z.number().int().min(0).max(10_000).optional(),
-      backoffBaseMs: positiveInt.optional(),
-      backoffCapMs: positiveInt.optional(),
-      minRetryAfterMs: positiveInt.optional(),
-    })
-    .optional(),
-  sync: z
-    .strictObject({
-      maxFailedShare: z.number().min(0).max(1).optional(),
-      maxRequests: positiveInt.nullable().optional(),
-      reverifyWindowHours: z.number().positive().optional(),
-      historyOverlapRows: z.number().int().min(0).optional(),
-      maxRunSeconds: z.number().positive().max(2_000_000).optional(),
-    })
-    .optional(),
-  storage: z
-    .strictObject({
-      walCapMegabytes: z.number().min(1).optional(),
-      walCheckIntervalMs: z.number().int().min(50).optional(),
-    })
-    .optional(),
-  schedule: z.strictObject({ incremental: cron.optional(), full: cron.optional() }).optional(),
-  daemon: z
-    .strictObject({
-      listen: z.string().regex(/^[^\s:]+:\d{1,5}$|^\[[0-9a-f:]+\]:\d{1,5}$/i, "expected host:port such as 127.0.0.1:9464").optional(),
-      readyMaxAgeSeconds: z.number().positive().optional(),
-    })
-    .optional(),
-});
-export type ConfigFile = z.infer<typeof ConfigFile>;
-
-export interface Flags {
-  config?: string;
-  db?: string;
-  baseUrl?: string;
-  concurrency?: string;
-  expectedWorkspaceId?: string;
-  expectedWorkspaceName?: string;
-  logLevel?: string;
-  maxRps?: string;
-  maxRequests?: string;
+/**
+ * A value check whose message stands on its own rather than in the file's list of mistakes:
+ * "prefixed" is shown after where the value came from (`--base-url: ...`), "whole" as it is.
+ */
+type Standalone = "prefixed" | "whole";
+function standaloneOf(issue: z.core.$ZodIssue): Standalone | undefined {
+  return issue.code === "custom" ? (issue.params as { standalone?: Standalone } | undefined)?.standalone : undefined;
 }
 
-export interface ResolvedConfig {
-  configPath: string | null;
-  dbPath: string;
-  baseUrl: URL | null;
-  concurrency: number;
-  logLevel: (typeof LOG_LEVELS)[number];
-  expectedWorkspaceId: string | null;
-  expectedWorkspaceName: string | null;
-  requestsPerSecond: number | null;
-  /** Learn the server's accepted rate from 429s (rateLimit.adaptive, default true). */
-  adaptiveRate: boolean;
-  maxWaitMs: number;
-  http: { connectTimeoutMs: number; responseTimeoutMs: number; maxResponseBytes: number };
-  retry: { maxRetries: number; max429Retries: number; backoffBaseMs: number; backoffCapMs: number; minRetryAfterMs: number };
-  sync: { maxFailedShare: number; maxRequests: number | null; reverifyWindowHours: number; historyOverlapRows: number; maxRunMs: number };
-  /** WAL size cap kept by the WAL guard while BI readers come and go (see store/wal-guard.ts). */
-  storage: { walCapBytes: number; walCheckIntervalMs: number };
-  schedule: { incremental: string; full: string };
-  daemon: { host: string; port: number; readyMaxAgeSeconds: number };
+const cron = z.string().refine((s) => validateCron(s), { message: "expected a cron expression such as '*/5 * * * *'" });
+const positiveInt = z.number().int().positive();
+/** An optional key without a default: absent is null. */
+const orNull = <T extends z.ZodType>(schema: T) => schema.optional().transform((v) => v ?? null);
+
+const baseUrl = z.string().transform((raw, ctx) => {
+  const checked = checkBaseUrl(raw);
+  if ("url" in checked) return checked.url;
+  ctx.addIssue({ code: "custom", message: checked.problem, params: { standalone: "prefixed" } });
+  return z.NEVER;
+});
+
+/** Workspace ids are UUIDs (the API document): a typo is caught before any request is made. */
+const workspaceId = z
+  .string()
+  .min(1)
+  .superRefine((id, ctx) => {
+    if (UUID.test(id)) return;
+    const message = `expected workspace id "${id}" (--expected-workspace-id / expectedWorkspace.id) is not a UUID such as 00000000-0000-4000-8000-000000000000`;
+    ctx.addIssue({ code: "custom", message, params: { standalone: "whole" } });
+  });
+
+/** host:port (an IPv6 host in brackets) becomes { host, port }. */
+const listen = z
+  .string()
+  .refine((s) => Number(LISTEN.exec(s)?.[2] ?? NaN) <= 65535, "expected host:port such as 127.0.0.1:9464")
+  .transform((s) => {
+    const [, host, port] = LISTEN.exec(s)!;
+    return { host: host!.replace(/^\[|\]$/g, ""), port: Number(port) };
+  });
+
+/**
+ * The config file's schema and the resolved config's: README ("Configuration") documents it and
+ * config.example.json shows every key. Sections default to {} so that their keys' defaults apply.
+ */
+export const ConfigSchema = z.strictObject({
+  $schema: z.string().optional(),
+  baseUrl: orNull(baseUrl),
+  /** Relative to the config file's directory in the file; to the working directory from --db / INVENTORY_DB. */
+  db: z.string().min(1).default(DEFAULTS.dbPath),
+  concurrency: positiveInt.max(MAX_CONCURRENCY).default(DEFAULTS.concurrency),
+  logLevel: z.enum(LOG_LEVELS).default(DEFAULTS.logLevel),
+  expectedWorkspace: z.strictObject({ id: orNull(workspaceId), name: orNull(z.string().min(1)) }).prefault({}),
+  rateLimit: z
+    .strictObject({
+      requestsPerSecond: z.number().positive().nullable().default(DEFAULTS.requestsPerSecond),
+      adaptive: z.boolean().default(DEFAULTS.adaptiveRate),
+      maxWaitSeconds: z.number().positive().default(DEFAULTS.maxWaitMs / 1000),
+    })
+    .prefault({}),
+  http: z
+    .strictObject({
+      connectTimeoutMs: positiveInt.default(DEFAULTS.connectTimeoutMs),
+      responseTimeoutMs: positiveInt.default(DEFAULTS.responseTimeoutMs),
+      maxResponseBytes: positiveInt.default(DEFAULTS.maxResponseBytes),
+    })
+    .prefault({}),
+  retry: z
+    .strictObject({
+      maxRetries: z.number().int().min(0).max(100).default(DEFAULTS.maxRetries),
+      max429Retries: z.number().int().min(0).max(10_000).default(DEFAULTS.max429Retries),
+      backoffBaseMs: positiveInt.default(DEFAULTS.backoffBaseMs),
+      backoffCapMs: positiveInt.default(DEFAULTS.backoffCapMs),
+      minRetryAfterMs: positiveInt.default(DEFAULTS.minRetryAfterMs),
+    })
+    .prefault({}),
+  sync: z
+    .strictObject({
+      maxFailedShare: z.number().min(0).max(1).default(DEFAULTS.maxFailedShare),
+      maxRequests: positiveInt.nullable().default(DEFAULTS.maxRequests),
+      reverifyWindowHours: z.number().positive().default(DEFAULTS.reverifyWindowHours),
+      historyOverlapRows: z.number().int().min(0).default(DEFAULTS.historyOverlapRows),
+      maxRunSeconds: z.number().positive().max(2_000_000).default(DEFAULTS.maxRunMs / 1000),
+    })
+    .prefault({}),
+  /** The WAL size cap kept by the WAL guard while BI readers come and go (see store/wal-guard.ts). */
+  storage: z
+    .strictObject({
+      walCapMegabytes: z.number().min(1).default(DEFAULTS.walCapBytes / (1024 * 1024)),
+      walCheckIntervalMs: z.number().int().min(50).default(DEFAULTS.walCheckIntervalMs),
+    })
+    .prefault({}),
+  schedule: z.strictObject({ incremental: cron.default(DEFAULTS.scheduleIncremental), full: cron.default(DEFAULTS.scheduleFull) }).prefault({}),
+  daemon: z
+    .strictObject({
+      listen: listen.prefault(DEFAULTS.daemonListen),
+      readyMaxAgeSeconds: z.number().positive().default(DEFAULTS.readyMaxAgeSeconds),
+    })
+    .prefault({}),
+});
+/**
+ * The resolved config: every key filled in, nested and in the units of the file (seconds in
+ * `rateLimit.maxWaitSeconds` and `sync.maxRunSeconds`, megabytes in `storage.walCapMegabytes`);
+ * `baseUrl` a URL or null, `daemon.listen` a host and a port.
+ */
+export type ResolvedConfig = z.output<typeof ConfigSchema>;
+
+/**
+ * The overlay: each flag and environment variable that stands for a key of the file. A flag's
+ * option is its name in kebab case (`maxRps` is --max-rps).
+ */
+interface Overlay {
+  /** The key it stands for, as a path in the file. */
+  path: readonly string[];
+  flag: string;
+  env?: string;
+  /** Flags are text: this reads it as the key's JSON type; text that is not stays text, for the schema to refuse. */
+  read?: (text: string) => unknown;
+  /** What a refused value should have been, for a message such as `--concurrency: expected ..., got "x"`. */
+  expected?: string;
+}
+const wholeNumber = (text: string): unknown => (/^\d+$/.test(text) ? Number(text) : text);
+const number = (text: string): unknown => (Number.isFinite(Number(text)) ? Number(text) : text);
+
+const OVERLAY = [
+  { path: ["baseUrl"], flag: "baseUrl", env: "INVENTORY_BASE_URL" },
+  { path: ["db"], flag: "db", env: "INVENTORY_DB" },
+  { path: ["concurrency"], flag: "concurrency", read: wholeNumber, expected: `a whole number from 1 to ${MAX_CONCURRENCY}` },
+  { path: ["logLevel"], flag: "logLevel", expected: `one of ${LOG_LEVELS.join(", ")}` },
+  { path: ["expectedWorkspace", "id"], flag: "expectedWorkspaceId" },
+  { path: ["expectedWorkspace", "name"], flag: "expectedWorkspaceName" },
+  { path: ["rateLimit", "requestsPerSecond"], flag: "maxRps", read: number, expected: "a positive number" },
+  { path: ["sync", "maxRequests"], flag: "maxRequests", read: wholeNumber, expected: `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}` },
+  { path: ["daemon", "listen"], flag: "listen", env: "INVENTORY_DAEMON_LISTEN", expected: "host:port such as 127.0.0.1:9464 or 0.0.0.0:9464" },
+] as const satisfies readonly Overlay[];
+
+/** The flags loadConfig reads, by name (camelCase of the option): --config and one per overlay entry. */
+export type Flags = Partial<Record<"config" | (typeof OVERLAY)[number]["flag"], string>>;
+export const CONFIG_FLAGS: ReadonlyArray<keyof Flags> = ["config", ...OVERLAY.map((o) => o.flag)];
+
+/** The command-line option of a flag: `baseUrl` is `base-url`. */
+export function optionOf(flag: keyof Flags): string {
+  return flag.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+}
+
+/** An overlay value set into the file's object, and where it came from (for messages). */
+interface Applied {
+  entry: Overlay;
+  /** `--max-rps` or `INVENTORY_BASE_URL`. */
+  label: string;
+  text: string;
 }
 
 /**
  * Names under which people put a key by mistake: apiKey, api_key, INVENTORY_API_KEY, token,
  * accessToken, apiKeyFile, developerKey, secret, authorization, bearer, password, credentials...
  * Matched on the name lowercased with separators removed, so every spelling is caught. No
- * legitimate config key ends like this (checked by a test against ConfigFile's shape).
+ * legitimate config key ends like this (checked by a test against ConfigSchema's shape).
  */
 const KEY_LIKE = /(key|token|secret|authorization|bearer|password|passwd|credentials?)(file|path)?$/;
 
@@ -121,72 +190,125 @@ export function looksLikeKeyName(name: string): boolean {
   return KEY_LIKE.test(name.toLowerCase().replace(/[^a-z0-9]/g, ""));
 }
 
+/** An environment variable; empty counts as unset (as `FOO=` in a compose file means). */
+function fromEnv(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  return env[name] || undefined;
+}
+
+/** defaults < config file < environment < flags: one parse of the file's object with the overlay set into it. */
 export function loadConfig(flags: Flags, env: NodeJS.ProcessEnv = process.env): ResolvedConfig {
-  const configPath = flags.config ?? env.INVENTORY_CONFIG ?? null;
+  const configPath = flags.config ?? fromEnv(env, "INVENTORY_CONFIG") ?? null;
   const file = configPath ? readConfigFile(configPath) : {};
-  const fileDir = configPath ? dirname(resolve(configPath)) : process.cwd();
+  const { merged, applied } = withOverlay(file, flags, env);
+  const parsed = ConfigSchema.safeParse(merged);
+  const shadowed = shadowedMistakes(file, applied);
+  if (parsed.success && !shadowed.length) return parsed.data;
+  throw configError(shadowed, parsed.error?.issues ?? [], applied, configPath);
+}
 
-  const dbPath = flags.db ?? env.INVENTORY_DB ?? (file.db ? resolve(fileDir, file.db) : DEFAULTS.dbPath);
-  const baseUrlRaw = flags.baseUrl ?? env.INVENTORY_BASE_URL ?? file.baseUrl ?? null;
-  const baseUrl = baseUrlRaw === null ? null : parseBaseUrl(baseUrlRaw, flags.baseUrl ? "--base-url" : env.INVENTORY_BASE_URL ? "INVENTORY_BASE_URL" : "baseUrl (config file)");
-
-  const concurrency = flags.concurrency !== undefined ? intFlag("--concurrency", flags.concurrency, 1, 64) : (file.concurrency ?? DEFAULTS.concurrency);
-  const logLevelRaw = flags.logLevel ?? file.logLevel ?? DEFAULTS.logLevel;
-  if (!(LOG_LEVELS as readonly string[]).includes(logLevelRaw)) {
-    throw new ConfigError(`--log-level: expected one of ${LOG_LEVELS.join(", ")}, got "${logLevelRaw}"`);
+/**
+ * A copy of the file's object with the overlay set into it: per key, the environment's value,
+ * then the flag's. A value whose way the file blocks with something other than an object
+ * (`"rateLimit": true`) is not set: the parse reports the file's mistake instead of hiding it.
+ */
+function withOverlay(file: unknown, flags: Flags, env: NodeJS.ProcessEnv): { merged: unknown; applied: Map<string, Applied> } {
+  const merged = isPlainObject(file) ? { ...file } : file;
+  const applied = new Map<string, Applied>();
+  const flagText = flags as Readonly<Record<string, string | undefined>>;
+  for (const entry of OVERLAY as readonly Overlay[]) {
+    const sources = [
+      { label: entry.env ?? "", text: entry.env ? fromEnv(env, entry.env) : undefined },
+      { label: `--${optionOf(entry.flag as keyof Flags)}`, text: flagText[entry.flag] },
+    ];
+    for (const { label, text } of sources) {
+      if (text === undefined) continue;
+      if (setAt(merged, entry.path, entry.read ? entry.read(text) : text)) applied.set(entry.path.join("."), { entry, label, text });
+    }
   }
-  const requestsPerSecond =
-    flags.maxRps !== undefined ? numFlag("--max-rps", flags.maxRps) : (file.rateLimit?.requestsPerSecond ?? DEFAULTS.requestsPerSecond);
-  const maxRequests =
-    flags.maxRequests !== undefined ? intFlag("--max-requests", flags.maxRequests, 1, Number.MAX_SAFE_INTEGER) : (file.sync?.maxRequests ?? null);
+  return { merged, applied };
+}
 
-  const [host, portStr] = splitHostPort(file.daemon?.listen ?? "127.0.0.1:9464");
-  return {
-    configPath,
-    dbPath,
-    baseUrl,
-    concurrency,
-    logLevel: logLevelRaw as ResolvedConfig["logLevel"],
-    expectedWorkspaceId: checkWorkspaceId(flags.expectedWorkspaceId ?? file.expectedWorkspace?.id ?? null),
-    expectedWorkspaceName: flags.expectedWorkspaceName ?? file.expectedWorkspace?.name ?? null,
-    requestsPerSecond,
-    adaptiveRate: file.rateLimit?.adaptive ?? true,
-    maxWaitMs: (file.rateLimit?.maxWaitSeconds ?? DEFAULTS.maxWaitMs / 1000) * 1000,
-    http: {
-      connectTimeoutMs: file.http?.connectTimeoutMs ?? DEFAULTS.connectTimeoutMs,
-      responseTimeoutMs: file.http?.responseTimeoutMs ?? DEFAULTS.responseTimeoutMs,
-      maxResponseBytes: file.http?.maxResponseBytes ?? DEFAULTS.maxResponseBytes,
-    },
-    retry: {
-      maxRetries: file.retry?.maxRetries ?? DEFAULTS.maxRetries,
-      max429Retries: file.retry?.max429Retries ?? DEFAULTS.max429Retries,
-      backoffBaseMs: file.retry?.backoffBaseMs ?? DEFAULTS.backoffBaseMs,
-      backoffCapMs: file.retry?.backoffCapMs ?? DEFAULTS.backoffCapMs,
-      minRetryAfterMs: file.retry?.minRetryAfterMs ?? DEFAULTS.minRetryAfterMs,
-    },
-    sync: {
-      maxFailedShare: file.sync?.maxFailedShare ?? DEFAULTS.maxFailedShare,
-      maxRequests,
-      reverifyWindowHours: file.sync?.reverifyWindowHours ?? 24,
-      historyOverlapRows: file.sync?.historyOverlapRows ?? 20,
-      maxRunMs: (file.sync?.maxRunSeconds ?? DEFAULTS.maxRunMs / 1000) * 1000,
-    },
-    storage: {
-      walCapBytes: Math.round((file.storage?.walCapMegabytes ?? DEFAULTS.walCapBytes / 1048576) * 1048576),
-      walCheckIntervalMs: file.storage?.walCheckIntervalMs ?? DEFAULTS.walCheckIntervalMs,
-    },
-    schedule: {
-      incremental: file.schedule?.incremental ?? "*/5 * * * *",
-      full: file.schedule?.full ?? "17 3 * * *",
-    },
-    daemon: { host, port: Number(portStr), readyMaxAgeSeconds: file.daemon?.readyMaxAgeSeconds ?? 1800 },
-  };
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * Sets `value` at `path` of `root` (a copy of the file's top level), copying the objects on the
+ * way (the file's object stays as read) or creating them; false where the way holds something else.
+ */
+function setAt(root: unknown, path: readonly string[], value: unknown): boolean {
+  let node = root;
+  for (const seg of path.slice(0, -1)) {
+    if (!isPlainObject(node)) return false;
+    const next = node[seg];
+    if (next === undefined) node[seg] = {};
+    else if (isPlainObject(next)) node[seg] = { ...next };
+    else return false;
+    node = node[seg];
+  }
+  if (!isPlainObject(node)) return false;
+  node[path[path.length - 1]!] = value;
+  return true;
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let node = root;
+  for (const seg of path) node = isPlainObject(node) ? node[String(seg)] : undefined;
+  return node;
+}
+
+/**
+ * A flag or variable does not hide a mistake in the file: the file's values it overrides are
+ * checked against their key's schema too. Their shape only: a base URL or a workspace id is
+ * checked where it is the one used.
+ */
+function shadowedMistakes(file: unknown, applied: ReadonlyMap<string, Applied>): z.core.$ZodIssue[] {
+  return [...applied.values()].flatMap(({ entry }) => {
+    const value = valueAt(file, entry.path);
+    const schema = schemaAt(entry.path);
+    if (value === undefined || !schema) return [];
+    const issues = schema.safeParse(value).error?.issues ?? [];
+    return issues.filter((i) => !standaloneOf(i)).map((i) => ({ ...i, path: [...entry.path, ...i.path] }));
+  });
+}
+
+/**
+ * One ConfigError for what was refused: the file's own mistakes, all of them as one list;
+ * otherwise the first value refused, named by where it came from.
+ */
+function configError(shadowed: readonly z.core.$ZodIssue[], issues: readonly z.core.$ZodIssue[], applied: ReadonlyMap<string, Applied>, configPath: string | null): ConfigError {
+  const sourceOf = (i: z.core.$ZodIssue) => applied.get(i.path.join("."));
+  const inFile = [...shadowed, ...issues.filter((i) => !standaloneOf(i) && !sourceOf(i))];
+  if (inFile.length) {
+    return new ConfigError(`config file ${configPath} is invalid:\n  - ${inFile.map(fileMistake).join("\n  - ")}\nSee config.example.json for every key.`);
+  }
+  const issue = issues.find((i) => standaloneOf(i)) ?? issues[0]!;
+  const source = sourceOf(issue);
+  if (standaloneOf(issue) === "whole") return new ConfigError(issue.message);
+  if (!source) return new ConfigError(`${issue.path.join(".")} (config file): ${issue.message}`);
+  if (source.entry.expected) return new ConfigError(`${source.label}: expected ${source.entry.expected}, got "${source.text}"`);
+  return new ConfigError(`${source.label}: ${issue.message}`);
+}
+
+/** One line of the file's list of mistakes: where, and what was expected there. */
+function fileMistake(i: z.core.$ZodIssue): string {
+  const where = i.path.length ? i.path.join(".") : "(top level)";
+  if (i.code !== "unrecognized_keys") return `${where}: ${i.message}`;
+  const allowed = allowedKeysAt(i.path);
+  return (
+    `${where === "(top level)" ? "" : where + ": "}unknown key(s) ${i.keys.map((k) => `"${clip(k)}"`).join(", ")}` +
+    (allowed.length ? `; expected only ${allowed.map((k) => `"${k}"`).join(", ")}${didYouMean(i.keys, allowed)}` : "")
+  );
 }
 
 /** A config file is a few hundred bytes; anything near this is not one (or is /dev/zero). */
 const MAX_CONFIG_FILE_BYTES = 1024 * 1024;
 
-function readConfigFile(path: string): ConfigFile {
+/**
+ * The config file's JSON, unparsed by the schema (loadConfig does that once, with the overlay),
+ * its `db` made relative to the file's directory. A key-like name anywhere is refused here.
+ */
+function readConfigFile(path: string): unknown {
   if (!existsSync(path)) throw new ConfigError(`config file ${path} does not exist (--config / INVENTORY_CONFIG)`);
   // The key file's checks: a regular file of a sane size, checked before reading a byte.
   const st = statSync(path);
@@ -208,22 +330,8 @@ function readConfigFile(path: string): ConfigFile {
         `set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it, and remove it from ${path}.`,
     );
   }
-  const parsed = ConfigFile.safeParse(raw);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => {
-      const where = i.path.length ? i.path.join(".") : "(top level)";
-      if (i.code === "unrecognized_keys") {
-        const allowed = allowedKeysAt(i.path);
-        return (
-          `${where === "(top level)" ? "" : where + ": "}unknown key(s) ${i.keys.map((k) => `"${clip(k)}"`).join(", ")}` +
-          (allowed.length ? `; expected only ${allowed.map((k) => `"${k}"`).join(", ")}${didYouMean(i.keys, allowed)}` : "")
-        );
-      }
-      return `${where}: ${i.message}`;
-    });
-    throw new ConfigError(`config file ${path} is invalid:\n  - ${lines.join("\n  - ")}\nSee config.example.json for every key.`);
-  }
-  return parsed.data;
+  if (isPlainObject(raw) && typeof raw.db === "string" && raw.db !== "") raw.db = resolve(dirname(resolve(path)), raw.db);
+  return raw;
 }
 
 /**
@@ -249,18 +357,32 @@ function findKeyLikeEntry(root: unknown): string | null {
   return null;
 }
 
+/** A schema without its wrappers (optional, default, the input side of a transform). */
+function unwrapped(schema: z.ZodType): z.ZodType {
+  let s = schema;
+  for (;;) {
+    if (s instanceof z.ZodPipe) s = s.in as z.ZodType;
+    else if (s instanceof z.ZodOptional || s instanceof z.ZodNullable || s instanceof z.ZodDefault || s instanceof z.ZodPrefault) s = s.unwrap() as z.ZodType;
+    else return s;
+  }
+}
+
+/** The schema of the key at `path` (undefined where there is none). */
+function schemaAt(path: readonly PropertyKey[]): z.ZodType | undefined {
+  let schema: z.ZodType | undefined = ConfigSchema;
+  for (const seg of path) {
+    const inner: z.ZodType = unwrapped(schema);
+    schema = inner instanceof z.ZodObject ? (inner.shape as Record<string, z.ZodType>)[String(seg)] : undefined;
+    if (!schema) return undefined;
+  }
+  return schema;
+}
+
 /** The keys the schema allows at `path` (for "unknown key" messages). */
 function allowedKeysAt(path: readonly PropertyKey[]): string[] {
-  let schema: z.ZodType = ConfigFile;
-  for (const seg of path) {
-    while (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema.unwrap() as z.ZodType;
-    if (!(schema instanceof z.ZodObject)) return [];
-    const child = (schema.shape as Record<string, z.ZodType>)[String(seg)];
-    if (!child) return [];
-    schema = child;
-  }
-  while (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) schema = schema.unwrap() as z.ZodType;
-  return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
+  const schema = schemaAt(path);
+  const inner = schema && unwrapped(schema);
+  return inner instanceof z.ZodObject ? Object.keys(inner.shape) : [];
 }
 
 /** " (did you mean "x"?)" when an unknown key is a small typo of an allowed one. */
@@ -292,8 +414,9 @@ function clip(s: string, max = 80): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
+
 /** Loopback: 127.0.0.0/8, ::1, localhost. Plain http is allowed only there. */
-export function isLoopbackHost(hostname: string): boolean {
+function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
   if (h === "localhost") return true;
   if (isIP(h) === 4) return h.startsWith("127.");
@@ -301,28 +424,27 @@ export function isLoopbackHost(hostname: string): boolean {
   return false;
 }
 
-export function parseBaseUrl(raw: string, source: string): URL {
+/** The base URL, or what is wrong with it (shown after where it came from: `--base-url: ...`). */
+function checkBaseUrl(raw: string): { url: URL } | { problem: string } {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
     // Userinfo is masked: a URL that fails to parse may still carry a password.
     const shown = clip(raw.replace(/\/\/[^/@\s]*@/, "//***@"));
-    throw new ConfigError(`${source}: "${shown}" is not a URL; expected e.g. https://api.example.com or https://host/prefix`);
+    return { problem: `"${shown}" is not a URL; expected e.g. https://api.example.com or https://host/prefix` };
   }
-  if (url.protocol !== "https:" && url.protocol !== "http:") {
-    throw new ConfigError(`${source}: expected an https:// URL, got ${url.protocol}`);
-  }
+  if (url.protocol !== "https:" && url.protocol !== "http:") return { problem: `expected an https:// URL, got ${url.protocol}` };
   if (url.protocol === "http:" && !isLoopbackHost(url.hostname)) {
-    throw new ConfigError(`${source}: plain http:// is refused except to loopback addresses (the key would travel in clear); use https://`);
+    return { problem: "plain http:// is refused except to loopback addresses (the key would travel in clear); use https://" };
   }
-  if (url.username || url.password) throw new ConfigError(`${source}: credentials in the URL are not supported; the key comes from INVENTORY_API_KEY`);
-  if (url.search || url.hash) throw new ConfigError(`${source}: the base URL must not have a query string or fragment`);
+  if (url.username || url.password) return { problem: "credentials in the URL are not supported; the key comes from INVENTORY_API_KEY" };
+  if (url.search || url.hash) return { problem: "the base URL must not have a query string or fragment" };
   if (/\/v1\/external\/?$/i.test(url.pathname)) {
     const base = url.origin + url.pathname.replace(/\/v1\/external\/?$/i, "");
-    throw new ConfigError(`${source}: the base URL ends with /v1/external, which every endpoint path adds itself (requests would go to …/v1/external/v1/external/…); use ${base}`);
+    return { problem: `the base URL ends with /v1/external, which every endpoint path adds itself (requests would go to …/v1/external/v1/external/…); use ${base}` };
   }
-  return url;
+  return { url };
 }
 
 /** A key file larger than this is not a key file (a wrong path, e.g. a log or a certificate bundle). */
@@ -386,27 +508,4 @@ function checkKey(value: string, source: string): string {
   }
   if (value.length < MIN_KEY_LENGTH) throw new ConfigError(`${source} is ${value.length} characters long; expected a developer key of at least ${MIN_KEY_LENGTH}`);
   return value;
-}
-
-function intFlag(name: string, v: string, min: number, max: number): number {
-  const n = Number(v);
-  if (!/^\d+$/.test(v) || !Number.isSafeInteger(n) || n < min || n > max) throw new ConfigError(`${name}: expected a whole number from ${min} to ${max}, got "${v}"`);
-  return n;
-}
-function numFlag(name: string, v: string): number {
-  const n = Number(v);
-  if (!Number.isFinite(n) || n <= 0) throw new ConfigError(`${name}: expected a positive number, got "${v}"`);
-  return n;
-}
-function splitHostPort(s: string): [string, string] {
-  const i = s.lastIndexOf(":");
-  return [s.slice(0, i).replace(/^\[|\]$/g, ""), s.slice(i + 1)];
-}
-
-/** Workspace ids are UUIDs (the API document): a typo is caught before any request is made. */
-function checkWorkspaceId(id: string | null): string | null {
-  if (id !== null && !/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(id)) {
-    throw new ConfigError(`expected workspace id "${id}" (--expected-workspace-id / expectedWorkspace.id) is not a UUID such as 00000000-0000-4000-8000-000000000000`);
-  }
-  return id;
 }

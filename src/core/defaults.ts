@@ -19,6 +19,11 @@ export const DEFAULTS = {
    * 429s and our adaptive rate limit us). A sidecar sharing a quota with its app may set one.
    */
   requestsPerSecond: null as number | null,
+  /**
+   * Learn the rate the server accepts from its 429s (decrease on a 429, recover slowly): a
+   * server's quota is rarely documented, and without it every request over it costs a 429.
+   */
+  adaptiveRate: true,
   /** Connect timeout: a loopback or LAN server answers a SYN in far less. */
   connectTimeoutMs: 10_000,
   /** Whole-response timeout (headers + body). A 100-row page is small; 30 s means something is wrong. */
@@ -73,6 +78,34 @@ export const DEFAULTS = {
    * more are closed as they arrive, so nobody can take the descriptors a sync needs.
    */
   daemonMaxConnections: 64,
+  /**
+   * Request budget of one run. null = none: a run ends when its work is done; an operator
+   * sharing a quota sets one (--max-requests, sync.maxRequests).
+   */
+  maxRequests: null as number | null,
+  /**
+   * Every SKU is re-verified (detail and complete history) within this window, catching what
+   * the list cannot show. A day spreads a workspace's re-verification thinly over the runs of
+   * a day (N × interval ÷ window SKUs per run) while a missed change still lands the same day.
+   */
+  reverifyWindowHours: 24,
+  /**
+   * Known history rows an incremental walk reads past the first stored row (and its ties)
+   * before it stops: a row that lands late with a slightly older occurredAt is usually among
+   * the newest twenty; deeper ones are caught by the quantity check and re-verification.
+   */
+  historyOverlapRows: 20,
+  /** The daemon's incremental sync: every 5 minutes, fresh enough for stock while costing only the list pages when nothing changed. */
+  scheduleIncremental: "*/5 * * * *",
+  /** The daemon's full sync: nightly, at 03:17, a quiet hour, and off the hour so that many mirrors do not all start at :00. */
+  scheduleFull: "17 3 * * *",
+  /**
+   * Where the daemon's /healthz, /readyz and /metrics listen: loopback, so nothing is exposed
+   * unless asked (the image sets 0.0.0.0); 9464 is the usual port of a Prometheus exporter.
+   */
+  daemonListen: "127.0.0.1:9464",
+  /** /readyz fails when the last successful sync is older than this: six missed 5-minute ticks. */
+  readyMaxAgeSeconds: 1800,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */
@@ -86,7 +119,7 @@ export const DEFAULTS = {
   walCapBytes: 64 * 1024 * 1024,
   /** How often the WAL guard looks at the WAL size. */
   walCheckIntervalMs: 1_000,
-  /** Log level unless --log-level / config.logLevel. */
+  /** Log level unless --log-level / config.logLevel: a line per run and per problem, not per request. */
   logLevel: "info" as const,
 } as const;
 

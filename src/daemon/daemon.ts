@@ -75,7 +75,7 @@ export interface DaemonOptions {
   state?: StateReader;
   journal?: TickJournal;
   metrics?: DaemonMetrics;
-  /** Where /healthz, /readyz and /metrics listen; default config.daemon; false: no HTTP endpoint. */
+  /** Where /healthz, /readyz and /metrics listen; default config.daemon.listen; false: no HTTP endpoint. */
   http?: { host: string; port: number } | false;
   /** Run the catch-up incremental sync on start when due (default true). */
   catchUp?: boolean;
@@ -130,10 +130,10 @@ export class Daemon {
     this.keySource = opts.key;
     this.sync = opts.sync ?? runSync;
     this.clock = opts.clock ?? { now: () => Date.now() };
-    this.state = opts.state ?? dbStateReader(opts.config.dbPath);
-    this.journal = opts.journal ?? new DbTickJournal(opts.config.dbPath, opts.logger);
+    this.state = opts.state ?? dbStateReader(opts.config.db);
+    this.journal = opts.journal ?? new DbTickJournal(opts.config.db, opts.logger);
     this.trigger = opts.trigger ?? cronTrigger(opts.config.schedule, opts.logger);
-    this.httpAt = opts.http ?? { host: opts.config.daemon.host, port: opts.config.daemon.port };
+    this.httpAt = opts.http ?? opts.config.daemon.listen;
     this.catchUp = opts.catchUp ?? true;
     this.metrics =
       opts.metrics ??
@@ -185,7 +185,7 @@ export class Daemon {
       return;
     }
     this.trigger.start((mode) => void this.tick(mode, "schedule"));
-    this.logger.info({ schedule: this.config.schedule, db: this.config.dbPath }, "daemon started");
+    this.logger.info({ schedule: this.config.schedule, db: this.config.db }, "daemon started");
 
     const interval = this.trigger.intervalMs("incremental");
     const age = this.lastSuccessMs === null ? null : this.clock.now() - this.lastSuccessMs;
@@ -389,7 +389,7 @@ export class Daemon {
   /** The state reads between runs used read-only connections, which leave -wal/-shm behind: the last close removes them. */
   private releaseDatabase(): void {
     try {
-      releaseWalFiles(this.config.dbPath);
+      releaseWalFiles(this.config.db);
     } catch (err) {
       this.logger.warn({ err }, "could not remove the database's -wal/-shm files at stop (the database is consistent)");
     }

@@ -96,15 +96,15 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
   }
   const scheduler = new RequestScheduler({
     concurrency: config.concurrency,
-    requestsPerSecond: config.requestsPerSecond,
+    requestsPerSecond: config.rateLimit.requestsPerSecond,
     maxRetries: config.retry.maxRetries,
     max429Retries: config.retry.max429Retries,
     backoffBaseMs: config.retry.backoffBaseMs,
     backoffCapMs: config.retry.backoffCapMs,
     minRetryAfterMs: config.retry.minRetryAfterMs,
-    maxWaitMs: config.maxWaitMs,
+    maxWaitMs: config.rateLimit.maxWaitSeconds * 1000,
     maxRequests: config.sync.maxRequests,
-    adaptive: config.adaptiveRate,
+    adaptive: config.rateLimit.adaptive,
     // Origin and path prefix only: a base URL never carries credentials (config refuses userinfo).
     server: (config.baseUrl.origin + config.baseUrl.pathname).replace(/\/+$/, ""),
     ...(pausedUntil ? { pausedUntil } : {}),
@@ -137,10 +137,10 @@ export function tuneWriter(db: DB, walCapBytes: number): void {
 
 /** Refuse a key that points at another workspace than the one configured. */
 export function checkExpectedWorkspace(ws: WorkspaceResponse, config: ResolvedConfig): void {
-  const wrongId = config.expectedWorkspaceId !== null && ws.workspace.id !== config.expectedWorkspaceId;
-  const wrongName = config.expectedWorkspaceName !== null && ws.workspace.name !== config.expectedWorkspaceName;
+  const wrongId = config.expectedWorkspace.id !== null && ws.workspace.id !== config.expectedWorkspace.id;
+  const wrongName = config.expectedWorkspace.name !== null && ws.workspace.name !== config.expectedWorkspace.name;
   if (wrongId || wrongName) {
-    const expected = `id ${config.expectedWorkspaceId ?? "(any)"}, name "${config.expectedWorkspaceName ?? "(any)"}"`;
+    const expected = `id ${config.expectedWorkspace.id ?? "(any)"}, name "${config.expectedWorkspace.name ?? "(any)"}"`;
     throw new WorkspaceMismatchError(
       `the key is connected to workspace ${ws.workspace.id} ("${ws.workspace.name}"), not the expected workspace (${expected}). ` +
         `Check the key or --expected-workspace-id/--expected-workspace-name; nothing was written.`,
@@ -150,31 +150,31 @@ export function checkExpectedWorkspace(ws: WorkspaceResponse, config: ResolvedCo
 
 export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   const { config, logger } = opts;
-  checkDirectory(config.dbPath);
+  checkDirectory(config.db);
   // Another program's database is refused before anything is written to it (no lock file, no WAL switch).
-  assertMirrorDatabase(config.dbPath);
-  checkWritable(config.dbPath);
+  assertMirrorDatabase(config.db);
+  checkWritable(config.db);
   const started = Date.now();
   // One writer per file, decided before any request: a second process costs no quota.
-  const lock = acquireWriterLock(config.dbPath);
+  const lock = acquireWriterLock(config.db);
   const journal = new RunJournal();
   // A fatal error in one worker stops the others; the caller's signal and the run's deadline do too.
-  const stop = new RunStop(opts.signal, config.sync.maxRunMs);
+  const stop = new RunStop(opts.signal, config.sync.maxRunSeconds * 1000);
   let store: Store | null = null;
   let walGuard: WalGuard | null = null;
   let api: ReturnType<typeof createApi> | null = null;
   try {
     // What the file already says, read without writing: its workspace, and a quota wall still in force.
-    const peek = peekDatabase(config.dbPath);
+    const peek = peekDatabase(config.db);
     const pausedUntil = quotaWallToHonour(peek?.resumeAfter ?? null, opts, journal);
     api = createApi(config, opts.key, (e) => journal.onSchedulerEvent(e, logger), opts.clock, pausedUntil, logger);
     const ws = await identifyWorkspace(api.client, config, peek, stop.signal);
 
-    const db = openDatabase(config.dbPath);
+    const db = openDatabase(config.db);
     store = new Store(db);
     // BI readers may hold the WAL; the guard keeps it under the cap without blocking us.
-    walGuard = startWalGuard(db, { capBytes: config.storage.walCapBytes, intervalMs: config.storage.walCheckIntervalMs });
-    tuneWriter(db, config.storage.walCapBytes);
+    walGuard = startWalGuard(db, { capBytes: Math.round(config.storage.walCapMegabytes * 1048576), intervalMs: config.storage.walCheckIntervalMs });
+    tuneWriter(db, Math.round(config.storage.walCapMegabytes * 1048576));
     store.bindWorkspace(ws);
     const run = store.startRun(opts.mode);
     journal.attach(store, run.id);

@@ -1,10 +1,11 @@
 /** `inventory-mirror check`: which workspace is this key for? Writes nothing. */
 import { createApi, checkExpectedWorkspace } from "../../sync/sync.js";
 import { setup } from "../common.js";
+import type { CliValues } from "../options.js";
 import { forTerminal } from "../../core/terminal.js";
 
-export default async function check(v: Record<string, unknown>): Promise<number> {
-  const { config, key } = setup(v as never);
+export default async function check(v: CliValues): Promise<number> {
+  const { config, key } = setup(v);
   const { client } = createApi(config, key);
   try {
     const ws = await client.workspace(AbortSignal.timeout(config.http.responseTimeoutMs * 3));

@@ -8,22 +8,21 @@
  * (SQLite's journal keeps the file consistent).
  */
 import { checkDirectory } from "../../store/db.js";
-import { loadConfig, loadKey, type ResolvedConfig } from "../../core/config.js";
+import { loadConfig, loadKey } from "../../core/config.js";
 import { ConfigError, EXIT, exitCodeOfSignal } from "../../core/errors.js";
 import { createLogger } from "../../core/logger.js";
-import { redactSecrets } from "../../core/secret.js";
 import { Daemon } from "../../daemon/daemon.js";
 import { flagsFrom } from "../common.js";
-
-type Values = Record<string, string | boolean | string[] | undefined>;
+import type { CliValues } from "../options.js";
 
 /** Exit before `docker stop`'s default 10 s grace period runs out, even if the run in hand does not end. */
 const STOP_DEADLINE_MS = 9_000;
 /** After a clean stop, give stray handles (sockets in close) this long before exiting anyway. */
 const EXIT_GRACE_MS = 1_000;
 
-export default async function daemon(v: Values): Promise<number> {
-  const config = withListen(loadConfig(flagsFrom(v)), v.listen as string | undefined, process.env.INVENTORY_DAEMON_LISTEN);
+export default async function daemon(v: CliValues): Promise<number> {
+  // --listen > INVENTORY_DAEMON_LISTEN > daemon.listen (config file) > DEFAULTS.daemonListen, as every other key.
+  const config = loadConfig(flagsFrom(v));
   const logger = createLogger(config.logLevel);
   // Fail fast on what no tick could fix: no key, no base URL, no database directory (exit 2).
   let warned = false;
@@ -34,7 +33,7 @@ export default async function daemon(v: Values): Promise<number> {
     });
   key();
   if (!config.baseUrl) throw new ConfigError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file");
-  checkDirectory(config.dbPath);
+  checkDirectory(config.db);
 
   const d = new Daemon({ config, key, logger });
   const startup = d.start();
@@ -85,13 +84,3 @@ export default async function daemon(v: Values): Promise<number> {
   return code;
 }
 
-/** --listen > INVENTORY_DAEMON_LISTEN > daemon.listen (config file) > 127.0.0.1:9464. */
-export function withListen(config: ResolvedConfig, flag: string | undefined, env: string | undefined): ResolvedConfig {
-  const raw = flag ?? (env || undefined);
-  if (raw === undefined) return config;
-  const source = flag !== undefined ? "--listen" : "INVENTORY_DAEMON_LISTEN";
-  const m = /^(\[[0-9a-f:]+\]|[^\s:[\]]+):(\d{1,5})$/i.exec(raw);
-  const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(`${source}: expected host:port such as 127.0.0.1:9464 or 0.0.0.0:9464, got "${redactSecrets(raw)}"`);
-  return { ...config, daemon: { ...config.daemon, host: m[1]!.replace(/^\[|\]$/g, ""), port } };
-}

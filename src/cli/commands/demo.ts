@@ -12,10 +12,11 @@ import { Secret } from "../../core/secret.js";
 import { startSimulator } from "../../simulator/index.js";
 import { runSync } from "../../sync/sync.js";
 import { abortOnSignals } from "../common.js";
+import type { CliValues } from "../options.js";
 import { summarize } from "./sync.js";
 import { forTerminal } from "../../core/terminal.js";
 
-export default async function demo(v: Record<string, unknown>): Promise<number> {
+export default async function demo(v: CliValues): Promise<number> {
   const dbPath = resolve((v.db as string | undefined) ?? "./data/demo.db");
   const skus = v.skus === undefined ? 500 : Number(v.skus);
   if (!Number.isInteger(skus) || skus < 1) throw new ConfigError(`--skus: expected a whole number >= 1, got "${String(v.skus)}"`);

@@ -4,15 +4,16 @@ import { EXIT } from "../../core/errors.js";
 import { openReadOnly } from "../../analysis/open.js";
 import { reconcile, type Mismatch, type ReconcileReport } from "../../analysis/reconcile.js";
 import { flagsFrom, skuIdOf } from "../common.js";
+import type { CliValues } from "../options.js";
 import { fmt } from "./stock.js";
 import { forTerminal } from "../../core/terminal.js";
 
-export default async function reconcileCommand(v: Record<string, unknown>): Promise<number> {
-  const config = loadConfig(flagsFrom(v as never));
-  const db = openReadOnly(config.dbPath);
+export default async function reconcileCommand(v: CliValues): Promise<number> {
+  const config = loadConfig(flagsFrom(v));
+  const db = openReadOnly(config.db);
   let report: ReconcileReport;
   try {
-    report = reconcile(db, { skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.dbPath) : null });
+    report = reconcile(db, { skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.db) : null });
   } finally {
     db.close();
   }

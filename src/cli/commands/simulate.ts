@@ -2,6 +2,7 @@
 import { ConfigError } from "../../core/errors.js";
 import { parseFaultSpec, RETRY_AFTER_FORMS, startSimulator, type RetryAfterForm, type SimulatorOptions } from "../../simulator/index.js";
 import { profileOptions } from "../../simulator/profiles.js";
+import type { CliValues } from "../options.js";
 
 function int(v: unknown, name: string, min = 0): number | undefined {
   if (v === undefined) return undefined;
@@ -17,7 +18,7 @@ function num(v: unknown, name: string): number | undefined {
 }
 
 /** --quota-window, --quota-retry-after, --latency-ms, --latency-jitter-ms (after --profile and --quota-rps). */
-function applyQuotaShape(opts: SimulatorOptions, v: Record<string, unknown>): void {
+function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
   if (window !== undefined) {
     if (v["quota-rps"] !== undefined) throw new ConfigError("--quota-window and --quota-rps are two quotas: give one");
@@ -37,7 +38,7 @@ function applyQuotaShape(opts: SimulatorOptions, v: Record<string, unknown>): vo
   if (jitter !== undefined) opts.latencyJitterMs = jitter;
 }
 
-export default async function simulate(v: Record<string, unknown>): Promise<number> {
+export default async function simulate(v: CliValues): Promise<number> {
   let profile: Partial<SimulatorOptions>;
   try {
     profile = profileOptions((v.profile as string[] | undefined) ?? []);

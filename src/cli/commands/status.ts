@@ -10,21 +10,20 @@ import { ConfigError } from "../../core/errors.js";
 import { writerLockHeld } from "../../store/db.js";
 import { readStatusOf, type RunSummary, type StatusReport } from "../../store/status.js";
 import { flagsFrom } from "../common.js";
+import type { CliValues } from "../options.js";
 import { forTerminal } from "../../core/terminal.js";
-
-type Values = Record<string, string | boolean | string[] | undefined>;
 
 export const DEFAULT_RUNS = 10;
 export const NOT_CLEAN_SHOWN = 20;
 
-export default async function status(v: Values): Promise<number> {
+export default async function status(v: CliValues): Promise<number> {
   const config = loadConfig(flagsFrom(v));
   const runsRaw = v.runs === undefined ? String(DEFAULT_RUNS) : String(v.runs);
   const runs = Number(runsRaw);
   if (!/^\d+$/.test(runsRaw) || runs < 1 || runs > 1000) throw new ConfigError(`--runs: expected a whole number from 1 to 1000, got "${runsRaw}"`);
-  const report = readStatusOf(config.dbPath, { runs, notCleanLimit: NOT_CLEAN_SHOWN });
+  const report = readStatusOf(config.db, { runs, notCleanLimit: NOT_CLEAN_SHOWN });
   // A run recorded as running whose process is gone (kill -9, a crash) is not running.
-  if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.dbPath);
+  if (report.running) report.running.alive = processAlive(report.running.pid) || writerLockHeld(config.db);
   process.stdout.write((v.json ? JSON.stringify(report) : forTerminal(formatStatus(report))) + "\n");
   return 0;
 }

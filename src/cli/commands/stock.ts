@@ -4,20 +4,21 @@ import { ConfigError } from "../../core/errors.js";
 import { openReadOnly } from "../../analysis/open.js";
 import { stockAt, type StockAtResult } from "../../analysis/stock-at.js";
 import { flagsFrom, skuIdOf } from "../common.js";
+import type { CliValues } from "../options.js";
 import { forTerminal } from "../../core/terminal.js";
 
-export default async function stock(v: Record<string, unknown>): Promise<number> {
-  const config = loadConfig(flagsFrom(v as never));
+export default async function stock(v: CliValues): Promise<number> {
+  const config = loadConfig(flagsFrom(v));
   const atRaw = v.at;
   if (typeof atRaw !== "string" || atRaw === "") throw new ConfigError("--at is required: a timestamp such as 2026-03-01T00:00:00Z");
   const at = parseTimestamp(atRaw);
   if (at > Date.now()) process.stderr.write(`inventory-mirror stock: note: --at ${new Date(at).toISOString()} is in the future; the stock shown is the current stock\n`);
-  const db = openReadOnly(config.dbPath);
+  const db = openReadOnly(config.db);
   try {
     const result = stockAt(db, {
       at,
       locationId: typeof v.location === "string" ? v.location : null,
-      skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.dbPath) : null,
+      skuId: typeof v.sku === "string" ? skuIdOf(db, v.sku, config.db) : null,
     });
     process.stdout.write((v.json ? JSON.stringify(result) : forTerminal(render(result))) + "\n");
     return 0;

@@ -4,12 +4,13 @@ import { runSync, type SyncResult } from "../../sync/sync.js";
 import { syncExitCode } from "../../sync/outcome.js";
 import { LogProgress, TtyProgress, type ProgressSink } from "../../sync/progress.js";
 import { abortOnSignals, setup } from "../common.js";
+import type { CliValues } from "../options.js";
 import { describeError, exitCodeOfSignal } from "../../core/errors.js";
 import { redactSecrets } from "../../core/secret.js";
 import { forTerminal } from "../../core/terminal.js";
 
-export default async function sync(v: Record<string, unknown>): Promise<number> {
-  const { config, key, logger } = setup(v as never);
+export default async function sync(v: CliValues): Promise<number> {
+  const { config, key, logger } = setup(v);
   const mode = v.full ? "full" : "incremental";
   const stop = abortOnSignals(logger);
   const progress: ProgressSink =
