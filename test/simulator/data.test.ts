@@ -60,10 +60,11 @@ describe("generated data", () => {
   const gt = model.groundTruth();
   const locs = gt.locations as any[];
 
-  it("generates 2,000 SKUs well under a second", () => {
-    const t0 = performance.now();
-    createModel({ seed: 9, skus: 2000 });
-    expect(performance.now() - t0).toBeLessThan(1000);
+  // How fast it generates is the bench's business (npm run bench), not a timed test's.
+  it("generates 2,000 SKUs, the same ones again from the same seed", () => {
+    const a = createModel({ seed: 9, skus: 2000 }).groundTruth();
+    expect(a.skus).toHaveLength(2000);
+    expect(createModel({ seed: 9, skus: 2000 }).groundTruth()).toEqual(a);
   });
 
   it("satisfies every replay / ordering / transfer / totals invariant", () => {

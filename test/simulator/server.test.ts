@@ -176,7 +176,8 @@ describe("server", () => {
     expect(await canListen(port)).toBe(false);
     const t0 = performance.now();
     await sim.close();
-    expect(performance.now() - t0).toBeLessThan(1000);
+    // It did not wait for the 30 s response in flight (half of it is a bound no loaded machine reaches).
+    expect(performance.now() - t0).toBeLessThan(15_000);
     expect(await pending).toBeInstanceOf(Error);
     expect(await canListen(port)).toBe(true);
     await sim.close(); // idempotent
