@@ -14,28 +14,28 @@
 // too (it is in the parent's text) and is listed again on its own. The waiver is a line comment
 // `// long-function: <reason>` on the line just above the function's first line (for an arrow
 // function or function expression: above the statement or property that holds it).
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
-import ts from 'typescript';
+import { readdirSync, readFileSync } from "node:fs";
+import { join, relative } from "node:path";
+import ts from "typescript";
 
 const WAIVER = /^\s*\/\/\s*long-function:\s*\S/;
 
 function parseArgs(argv) {
-  const options = { root: 'src', top: 15, topFiles: 10, over: undefined };
+  const options = { root: "src", top: 15, topFiles: 10, over: undefined };
   for (let i = 0; i < argv.length; i += 1) {
     const flag = argv[i];
-    if (flag === '--help' || flag === '-h') {
-      console.log('usage: node scripts/function-lengths.mjs [--over N] [--top N] [--root DIR]');
+    if (flag === "--help" || flag === "-h") {
+      console.log("usage: node scripts/function-lengths.mjs [--over N] [--top N] [--root DIR]");
       process.exit(0);
     }
     const value = argv[i + 1];
     i += 1;
-    if (value === undefined || (flag !== '--root' && !Number.isFinite(Number(value)))) {
+    if (value === undefined || (flag !== "--root" && !Number.isFinite(Number(value)))) {
       throw new Error(`${flag} needs a value`);
     }
-    if (flag === '--over') options.over = Number(value);
-    else if (flag === '--top') options.top = options.topFiles = Number(value);
-    else if (flag === '--root') options.root = value;
+    if (flag === "--over") options.over = Number(value);
+    else if (flag === "--top") options.top = options.topFiles = Number(value);
+    else if (flag === "--root") options.root = value;
     else throw new Error(`unknown argument: ${flag}`);
   }
   return options;
@@ -46,7 +46,7 @@ function listTsFiles(dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const path = join(dir, entry.name);
     if (entry.isDirectory()) files.push(...listTsFiles(path));
-    else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) files.push(path);
+    else if (entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")) files.push(path);
   }
   return files.sort();
 }
@@ -66,7 +66,7 @@ function isFunctionLike(node) {
 function propertyNameText(name) {
   if (ts.isIdentifier(name) || ts.isPrivateIdentifier(name)) return name.text;
   if (ts.isStringLiteral(name) || ts.isNumericLiteral(name)) return name.text;
-  return '[computed]';
+  return "[computed]";
 }
 
 /** The node whose first line carries the name and the waiver (the holder of an arrow function). */
@@ -88,7 +88,7 @@ function anchorOf(node) {
 
 function nameOf(node) {
   if (node.name) return propertyNameText(node.name);
-  if (ts.isConstructorDeclaration(node)) return 'constructor';
+  if (ts.isConstructorDeclaration(node)) return "constructor";
   let holder = node.parent;
   while (holder && (ts.isParenthesizedExpression(holder) || ts.isAsExpression(holder))) holder = holder.parent;
   if (holder && ts.isVariableDeclaration(holder)) return propertyNameText(holder.name);
@@ -96,39 +96,39 @@ function nameOf(node) {
     return propertyNameText(holder.name);
   }
   if (holder && ts.isCallExpression(holder)) {
-    const callee = holder.expression.getText().replace(/\s+/g, '');
+    const callee = holder.expression.getText().replace(/\s+/g, "");
     return `<callback of ${callee.length > 40 ? `${callee.slice(0, 37)}...` : callee}>`;
   }
-  return '<anonymous>';
+  return "<anonymous>";
 }
 
 function functionsOf(path) {
-  const text = readFileSync(path, 'utf8');
+  const text = readFileSync(path, "utf8");
   const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
-  const lines = text.split('\n');
+  const lines = text.split("\n");
   const found = [];
   const visit = (node) => {
     if (isFunctionLike(node) && node.body) {
       const anchor = anchorOf(node);
       const startLine = source.getLineAndCharacterOfPosition(anchor.getStart(source)).line;
       const endLine = source.getLineAndCharacterOfPosition(node.getEnd()).line;
-      const above = startLine > 0 ? lines[startLine - 1] : '';
+      const above = startLine > 0 ? lines[startLine - 1] : "";
       found.push({
         file: path,
         line: startLine + 1,
         name: nameOf(node),
         length: endLine - startLine + 1,
-        waived: WAIVER.test(above ?? ''),
+        waived: WAIVER.test(above ?? ""),
       });
     }
     ts.forEachChild(node, visit);
   };
   visit(source);
-  return { functions: found, lines: text.endsWith('\n') ? lines.length - 1 : lines.length };
+  return { functions: found, lines: text.endsWith("\n") ? lines.length - 1 : lines.length };
 }
 
 function describe(fn) {
-  return `${relative(process.cwd(), fn.file)}:${fn.line} ${fn.name} ${fn.length}${fn.waived ? ' (long-function)' : ''}`;
+  return `${relative(process.cwd(), fn.file)}:${fn.line} ${fn.name} ${fn.length}${fn.waived ? " (long-function)" : ""}`;
 }
 
 function main() {
@@ -148,9 +148,7 @@ function main() {
     const over = functions.filter((fn) => fn.length > options.over);
     for (const fn of over) console.log(describe(fn));
     const unexplained = over.filter((fn) => !fn.waived);
-    console.log(
-      `${over.length} function(s) over ${options.over} lines, ${unexplained.length} without a // long-function: reason`,
-    );
+    console.log(`${over.length} function(s) over ${options.over} lines, ${unexplained.length} without a // long-function: reason`);
     process.exit(unexplained.length > 0 ? 1 : 0);
   }
 

@@ -14,9 +14,7 @@ export function openReadOnly(path: string): DB {
     db.close();
     if (version === 0) throw new ConfigError(`${path} is not an inventory-mirror database (schema version 0); check --db`);
     if (version < latest) {
-      throw new ConfigError(
-        `${path} has schema version ${version}; this release needs ${latest}. Run 'inventory-mirror sync' once (it upgrades the file in place, data kept), then retry.`,
-      );
+      throw new ConfigError(`${path} has schema version ${version}; this release needs ${latest}. Run 'inventory-mirror sync' once (it upgrades the file in place, data kept), then retry.`);
     }
     throw new ConfigError(`${path} has schema version ${version}, newer than this inventory-mirror knows (${latest}); upgrade inventory-mirror`);
   }

@@ -173,15 +173,17 @@ function readMirrorState(db: DB, skuId: string | null): MirrorState {
     .all(params) as SkuRow[];
   const locations = new Map((db.prepare("SELECT id, name, display_path FROM locations").all() as LocationRow[]).map((l) => [l.id, l]));
   const rootOf = new Map(
-    (db.prepare(`SELECT a.location_id, a.ancestor_id FROM location_ancestors a JOIN locations r ON r.id = a.ancestor_id AND r.deleted_at IS NULL
-      WHERE a.ancestor_depth = 0`).all() as Array<{ location_id: string; ancestor_id: string }>).map((r) => [r.location_id, r.ancestor_id]),
+    (
+      db
+        .prepare(`SELECT a.location_id, a.ancestor_id FROM location_ancestors a JOIN locations r ON r.id = a.ancestor_id AND r.deleted_at IS NULL
+      WHERE a.ancestor_depth = 0`)
+        .all() as Array<{ location_id: string; ancestor_id: string }>
+    ).map((r) => [r.location_id, r.ancestor_id]),
   );
   const leaves = new Map<string, Map<string, Leaf>>();
   readLeafQuantities(db, skuJoin("q"), params, leaves);
   const historyRows = replayLeafHistory(db, skuJoin("h"), params, leaves);
-  const pending = new Set(
-    (db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id),
-  );
+  const pending = new Set((db.prepare("SELECT sku_id FROM sku_sync WHERE pending_walk_id IS NOT NULL OR fetched_at IS NULL").all() as Array<{ sku_id: string }>).map((r) => r.sku_id));
   const detailAt = new Map(
     (db.prepare("SELECT sku_id, fetched_at FROM sku_sync WHERE fetched_at IS NOT NULL").all() as Array<{ sku_id: string; fetched_at: string }>).map((r) => [r.sku_id, r.fetched_at]),
   );
@@ -236,9 +238,11 @@ function replayLeafHistory(db: DB, skuJoin: string, params: object, leaves: Map<
 
 function readRootQuantities(db: DB, skuJoin: string, params: object): Map<string, Map<string, number>> {
   const rootQty = new Map<string, Map<string, number>>();
-  for (const r of db
-    .prepare(`SELECT r.sku_id, r.root_location_id, r.quantity FROM sku_root_quantities r ${skuJoin}`)
-    .iterate(params) as Iterable<{ sku_id: string; root_location_id: string; quantity: number }>) {
+  for (const r of db.prepare(`SELECT r.sku_id, r.root_location_id, r.quantity FROM sku_root_quantities r ${skuJoin}`).iterate(params) as Iterable<{
+    sku_id: string;
+    root_location_id: string;
+    quantity: number;
+  }>) {
     let m = rootQty.get(r.sku_id);
     if (!m) rootQty.set(r.sku_id, (m = new Map()));
     m.set(r.root_location_id, r.quantity);
@@ -271,14 +275,31 @@ function checkSku(sku: SkuRow, state: MirrorState): SkuCheck {
   const roots = new Set<string>([...sums.keys(), ...(rootQty?.keys() ?? [])]);
   for (const root of roots) {
     const m = rootSumMismatch(base, root, sums.get(root) ?? 0, rootQty?.get(root) ?? 0, queued, explain, state.locations);
-    if (m && !fold(m, unexplained.filter((u) => state.rootOf.get(u.locationId!) === root))) aggregates.push(m);
+    if (
+      m &&
+      !fold(
+        m,
+        unexplained.filter((u) => state.rootOf.get(u.locationId!) === root),
+      )
+    )
+      aggregates.push(m);
   }
   if (sku.total_quantity !== null && !sameQuantity(total, sku.total_quantity)) {
     const m: Mismatch = {
-      check: "sku_total", ...base, locationId: null, locationName: null, displayPath: null,
-      expected: sku.total_quantity, found: total, difference: total - sku.total_quantity, freshnessStatus: null,
-      explainedByFreshness: false, explainedByPendingFetch: queued, explained: queued,
-      explanation: explain("the SKU's leaf quantities do not add up to the list's totalQuantity"), alsoDisagrees: [],
+      check: "sku_total",
+      ...base,
+      locationId: null,
+      locationName: null,
+      displayPath: null,
+      expected: sku.total_quantity,
+      found: total,
+      difference: total - sku.total_quantity,
+      freshnessStatus: null,
+      explainedByFreshness: false,
+      explainedByPendingFetch: queued,
+      explained: queued,
+      explanation: explain("the SKU's leaf quantities do not add up to the list's totalQuantity"),
+      alsoDisagrees: [],
     };
     if (!fold(m, unexplained)) aggregates.push(m);
   }
@@ -286,11 +307,7 @@ function checkSku(sku: SkuRow, state: MirrorState): SkuCheck {
 }
 
 /** The leaf_history mismatch of one leaf, or null when the replay equals the mirrored quantity. */
-function leafHistoryMismatch(
-  base: { skuId: string; skuCode: string | null; skuName: string | null },
-  leaf: Leaf,
-  locations: Map<string, LocationRow>,
-): Mismatch | null {
+function leafHistoryMismatch(base: { skuId: string; skuCode: string | null; skuName: string | null }, leaf: Leaf, locations: Map<string, LocationRow>): Mismatch | null {
   const found = leaf.quantity ?? 0;
   if (sameQuantity(found, leaf.replay)) return null;
   const notClean = leaf.quantity !== null && leaf.status !== "clean";
@@ -314,8 +331,7 @@ function leafHistoryMismatch(
     explainedByPendingFetch: false,
     explained: notClean,
     explanation: notClean
-      ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` +
-        (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
+      ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` + (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
       : leaf.quantity === null
         ? "the history implies stock at a leaf the SKU has no quantity row for"
         : leaf.rows === 0
@@ -354,10 +370,20 @@ function rootSumMismatch(
   if (sameQuantity(found, expected)) return null;
   const loc = locations.get(root);
   return {
-    check: "root_sum", ...base, locationId: root, locationName: loc?.name ?? null, displayPath: loc?.display_path ?? null,
-    expected, found, difference: found - expected, freshnessStatus: null, explainedByFreshness: false,
-    explainedByPendingFetch: queued, explained: queued,
-    explanation: explain("the SKU's leaf quantities under this root do not add up to the list's root quantity"), alsoDisagrees: [],
+    check: "root_sum",
+    ...base,
+    locationId: root,
+    locationName: loc?.name ?? null,
+    displayPath: loc?.display_path ?? null,
+    expected,
+    found,
+    difference: found - expected,
+    freshnessStatus: null,
+    explainedByFreshness: false,
+    explainedByPendingFetch: queued,
+    explained: queued,
+    explanation: explain("the SKU's leaf quantities under this root do not add up to the list's root quantity"),
+    alsoDisagrees: [],
   };
 }
 
@@ -382,18 +408,16 @@ function fold(aggregate: Mismatch, cause: Mismatch[]): boolean {
   return true;
 }
 
-function snapshotAdvisories(
-  db: DB,
-  sumByRoot: Map<string, number>,
-  sumTotal: number,
-  diffByRoot: Map<string, number>,
-  diffTotal: number,
-): Advisory[] {
+function snapshotAdvisories(db: DB, sumByRoot: Map<string, number>, sumTotal: number, diffByRoot: Map<string, number>, diffTotal: number): Advisory[] {
   const latest = db.prepare("SELECT max(run_id) AS run FROM inventory_snapshots").get() as { run: number | null };
   if (latest.run === null) return [];
-  const rows = db
-    .prepare("SELECT run_id, taken_at, root_id, name, total_quantity FROM inventory_snapshots WHERE run_id = ? AND total_quantity IS NOT NULL")
-    .all(latest.run) as Array<{ run_id: number; taken_at: string; root_id: string | null; name: string | null; total_quantity: number }>;
+  const rows = db.prepare("SELECT run_id, taken_at, root_id, name, total_quantity FROM inventory_snapshots WHERE run_id = ? AND total_quantity IS NOT NULL").all(latest.run) as Array<{
+    run_id: number;
+    taken_at: string;
+    root_id: string | null;
+    name: string | null;
+    total_quantity: number;
+  }>;
   const out: Advisory[] = [];
   for (const r of rows) {
     const found = r.root_id === null ? sumTotal : (sumByRoot.get(r.root_id) ?? 0);

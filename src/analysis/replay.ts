@@ -23,11 +23,11 @@ export interface ReplayRow {
   observed_quantity: number | null;
 }
 
-export function resets(r: ReplayRow): boolean {
+function resets(r: ReplayRow): boolean {
   return r.kind === "set" && r.observed_quantity !== null;
 }
 
-export function delta(r: ReplayRow): number {
+function delta(r: ReplayRow): number {
   return signedDelta({ direction: r.direction, quantity: r.quantity });
 }
 

@@ -93,18 +93,18 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
 
 /** The location `--location` names, with its leaf count, and a test for the locations under it (itself included). */
 function locationScope(db: DB, locationId: string): { location: StockAtResult["location"]; inScope: InScope } {
-  const loc = db
-    .prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? AND deleted_at IS NULL")
-    .get(locationId) as { id: string; name: string | null; display_path: string | null; depth: number | null } | undefined;
+  const loc = db.prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? AND deleted_at IS NULL").get(locationId) as
+    | { id: string; name: string | null; display_path: string | null; depth: number | null }
+    | undefined;
   if (!loc) throw new ConfigError(`no current location with id ${locationId} in this database (see the locations table)`);
-  const under = new Set(
-    (db.prepare("SELECT location_id FROM location_ancestors WHERE ancestor_id = ?").all(loc.id) as Array<{ location_id: string }>).map((r) => r.location_id),
-  );
+  const under = new Set((db.prepare("SELECT location_id FROM location_ancestors WHERE ancestor_id = ?").all(loc.id) as Array<{ location_id: string }>).map((r) => r.location_id));
   under.add(loc.id);
-  const leafCount = (db
-    .prepare(`SELECT count(*) AS n FROM location_ancestors a JOIN locations l ON l.id = a.location_id
+  const leafCount = (
+    db
+      .prepare(`SELECT count(*) AS n FROM location_ancestors a JOIN locations l ON l.id = a.location_id
       WHERE a.ancestor_id = ? AND l.is_leaf = 1 AND l.deleted_at IS NULL`)
-    .get(loc.id) as { n: number }).n;
+      .get(loc.id) as { n: number }
+  ).n;
   return {
     location: { id: loc.id, name: loc.name, displayPath: loc.display_path, depth: loc.depth, leaves: leafCount },
     inScope: (id) => under.has(id),
@@ -119,13 +119,22 @@ function readCurrentQuantities(db: DB, skuId: string | null, inScope: InScope): 
     .prepare(`SELECT q.sku_id, q.location_id, q.quantity, q.freshness_status, q.freshness_last_replayed_at
       FROM sku_location_quantities q JOIN skus s ON s.id = q.sku_id AND s.deleted_at IS NULL WHERE 1 ${skuFilter}`)
     .all(skuId === null ? {} : { skuId }) as Array<{
-    sku_id: string; location_id: string; quantity: number; freshness_status: string | null; freshness_last_replayed_at: string | null;
+    sku_id: string;
+    location_id: string;
+    quantity: number;
+    freshness_status: string | null;
+    freshness_last_replayed_at: string | null;
   }>;
   for (const c of current) {
     if (inScope && !inScope(c.location_id)) continue;
     keys.set(keyOf(c.sku_id, c.location_id), {
-      skuId: c.sku_id, locationId: c.location_id, current: c.quantity, hasRow: true,
-      notClean: c.freshness_status !== "clean", replayedAt: timeOf(c.freshness_last_replayed_at), rows: [],
+      skuId: c.sku_id,
+      locationId: c.location_id,
+      current: c.quantity,
+      hasRow: true,
+      notClean: c.freshness_status !== "clean",
+      replayedAt: timeOf(c.freshness_last_replayed_at),
+      rows: [],
     });
   }
   return keys;
@@ -148,9 +157,7 @@ function readRowsAfter(db: DB, at: number, skuId: string | null, inScope: InScop
     FROM history h JOIN skus s ON s.id = h.sku_id AND s.deleted_at IS NULL
     WHERE h.occurred_at >= @from ${histSkuFilter}
     ORDER BY h.sku_id, h.location_id, ${HISTORY_ORDER_SQL}`);
-  for (const r of later.iterate({ from: secondPrefix(at), ...(skuId === null ? {} : { skuId }) }) as Iterable<
-    ReplayRow & { sku_id: string; location_id: string; occurred_at: string }
-  >) {
+  for (const r of later.iterate({ from: secondPrefix(at), ...(skuId === null ? {} : { skuId }) }) as Iterable<ReplayRow & { sku_id: string; location_id: string; occurred_at: string }>) {
     if (inScope && !inScope(r.location_id)) continue;
     const t = timeOf(r.occurred_at);
     if (!(t > at)) continue;
@@ -191,8 +198,16 @@ function leavesAt(db: DB, keys: Iterable<Key>, at: number): StockAtLeaf[] {
     if (sameQuantity(balance, 0)) continue;
     const n = names(k.skuId, k.locationId);
     leaves.push({
-      skuId: k.skuId, skuCode: n.skuCode, skuName: n.skuName, locationId: k.locationId, locationName: n.locationName,
-      displayPath: n.displayPath, quantity: balance, currentQuantity: k.current, rowsUndone: undone, approximate: k.notClean,
+      skuId: k.skuId,
+      skuCode: n.skuCode,
+      skuName: n.skuName,
+      locationId: k.locationId,
+      locationName: n.locationName,
+      displayPath: n.displayPath,
+      quantity: balance,
+      currentQuantity: k.current,
+      rowsUndone: undone,
+      approximate: k.notClean,
     });
   }
   leaves.sort((a, b) => cmp(a.skuCode ?? a.skuId, b.skuCode ?? b.skuId) || cmp(a.displayPath ?? a.locationId, b.displayPath ?? b.locationId) || cmp(a.locationId, b.locationId));
@@ -221,8 +236,10 @@ function nameLookup(db: DB) {
   const fallback = db.prepare("SELECT location_name AS name FROM history WHERE sku_id = ? AND location_id = ? LIMIT 1");
   return (skuId: string, locationId: string) => {
     const s = sku.get(skuId) as { code: string | null; name: string | null } | undefined;
-    const l = (loc.get(locationId) as { name: string | null; display_path: string | null } | undefined) ??
-      { name: (fallback.get(skuId, locationId) as { name: string | null } | undefined)?.name ?? null, display_path: null };
+    const l = (loc.get(locationId) as { name: string | null; display_path: string | null } | undefined) ?? {
+      name: (fallback.get(skuId, locationId) as { name: string | null } | undefined)?.name ?? null,
+      display_path: null,
+    };
     return { skuCode: s?.code ?? null, skuName: s?.name ?? null, locationName: l.name, displayPath: l.display_path };
   };
 }

@@ -46,11 +46,31 @@ async function mirrorSku(m: NaiveMirror, id: string): Promise<void> {
   do {
     const h: any = await get(`/v1/external/inventory-status/${id}/history?limit=100${hc ? `&cursor=${encodeURIComponent(hc)}` : ""}`);
     for (const r of h.items) {
-      const fields = [r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode, r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note];
+      const fields = [
+        r.kind,
+        r.occurredAt,
+        r.direction,
+        r.quantity,
+        r.locationId,
+        r.locationName,
+        r.locationCode,
+        r.eventId,
+        r.eventTypeCode,
+        r.eventTypeName,
+        r.setSessionId,
+        r.setTypeCode,
+        r.observedQuantity,
+        r.note,
+      ];
       const rowKey = createHash("sha1").update(JSON.stringify(fields)).digest("hex");
       const dupIndex = copies.get(rowKey) ?? 0;
       copies.set(rowKey, dupIndex + 1);
-      m.historyRow(id, rowKey, dupIndex, fields.map((v) => (v === undefined ? null : v)));
+      m.historyRow(
+        id,
+        rowKey,
+        dupIndex,
+        fields.map((v) => (v === undefined ? null : v)),
+      );
     }
     hc = h.page?.nextCursor || null;
   } while (hc);

@@ -17,8 +17,8 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-export const BIN = fileURLToPath(new URL("../../bin/inventory-mirror.js", import.meta.url));
-export const SIM_PROCESS = fileURLToPath(new URL("./sim-process.js", import.meta.url));
+const BIN = fileURLToPath(new URL("../../bin/inventory-mirror.js", import.meta.url));
+const SIM_PROCESS = fileURLToPath(new URL("./sim-process.js", import.meta.url));
 export const NAIVE = fileURLToPath(new URL("./naive.js", import.meta.url));
 export const WRITE_PATH = fileURLToPath(new URL("./write-path.js", import.meta.url));
 
@@ -33,7 +33,7 @@ export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv 
 }
 
 /** Children's CPU time so far (ms): cutime + cstime of this process. */
-export function childrenCpuMs(): number {
+function childrenCpuMs(): number {
   const stat = readFileSync("/proc/self/stat", "utf8");
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   // After "(comm) ": state is field 3, so field n is fields[n - 3]; cutime = 16, cstime = 17.

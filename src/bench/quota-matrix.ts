@@ -57,15 +57,30 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 60, burst: 10 },
     args: ["--fault", "503:p=0.01,burst=4"],
   },
-  { name: "bucket-80-latency-20ms", about: "token bucket 80 req/s, burst 8, responses 20 ± 5 ms late", skus: 800, seed: 120, quota: { requestsPerSecond: 80, burst: 8 }, args: ["--latency-ms", "20", "--latency-jitter-ms", "5"] },
-  { name: "bucket-100-latency-100ms", about: "token bucket 100 req/s, burst 20, responses 100 ± 10 ms late", skus: 1000, seed: 121, quota: { requestsPerSecond: 100, burst: 20 }, args: ["--latency-ms", "100", "--latency-jitter-ms", "10"] },
+  {
+    name: "bucket-80-latency-20ms",
+    about: "token bucket 80 req/s, burst 8, responses 20 ± 5 ms late",
+    skus: 800,
+    seed: 120,
+    quota: { requestsPerSecond: 80, burst: 8 },
+    args: ["--latency-ms", "20", "--latency-jitter-ms", "5"],
+  },
+  {
+    name: "bucket-100-latency-100ms",
+    about: "token bucket 100 req/s, burst 20, responses 100 ± 10 ms late",
+    skus: 1000,
+    seed: 121,
+    quota: { requestsPerSecond: 100, burst: 20 },
+    args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
+  },
 ];
 
 export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429: 0.02, violations: 0 } as const;
 
 /** The `simulate` flags of a quota. */
 export function quotaFlags(q: QuotaOptions): string[] {
-  const shape = q.kind === "fixed-window" ? ["--quota-window", `${q.requests}/${q.windowSeconds}`] : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond)];
+  const shape =
+    q.kind === "fixed-window" ? ["--quota-window", `${q.requests}/${q.windowSeconds}`] : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond)];
   return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : [])];
 }
 
@@ -142,7 +157,9 @@ export async function runCell(cell: QuotaCell, work: string, log: (m: string) =>
       truthDifferences: check.sample,
       syncStatus: m.result.status,
     };
-    log(`1 quota ${cell.name}: ${r.requests} requests (${r.accepted} accepted, ${r.rateLimited} × 429, ${r.responses503} × 503, ${r.violations} violations) in ${(wallMs / 1000).toFixed(1)} s; least ${(least / 1000).toFixed(1)} s → ratio ${r.ratio}; equal to truth: ${check.equal ? "yes" : `NO (${check.differences} differences)`}`);
+    log(
+      `1 quota ${cell.name}: ${r.requests} requests (${r.accepted} accepted, ${r.rateLimited} × 429, ${r.responses503} × 503, ${r.violations} violations) in ${(wallMs / 1000).toFixed(1)} s; least ${(least / 1000).toFixed(1)} s → ratio ${r.ratio}; equal to truth: ${check.equal ? "yes" : `NO (${check.differences} differences)`}`,
+    );
     return r;
   } finally {
     await sim.stop();
@@ -159,9 +176,7 @@ export function medianOf(xs: number[]): number {
 export function summariseMatrix(cells: CellResult[]) {
   const ratio = medianOf(cells.map((c) => c.ratio));
   const worst = Math.max(...cells.map((c) => c.ratio));
-  const met =
-    cells.every((c) => c.ratio <= QUOTA_TARGETS.ratioEveryCell && c.share429 < QUOTA_TARGETS.share429 && c.violations === 0 && c.equalToTruth) &&
-    ratio <= QUOTA_TARGETS.ratioMedian;
+  const met = cells.every((c) => c.ratio <= QUOTA_TARGETS.ratioEveryCell && c.share429 < QUOTA_TARGETS.share429 && c.violations === 0 && c.equalToTruth) && ratio <= QUOTA_TARGETS.ratioMedian;
   return { medianRatio: round(ratio), worstRatio: round(worst), allEqualToTruth: cells.every((c) => c.equalToTruth), violations: cells.reduce((a, c) => a + c.violations, 0), met };
 }
 

@@ -46,7 +46,10 @@ const { values, positionals } = parseArgs({
 });
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
 const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5")).split(",").map((s) => Number(s.trim())));
-const cellNames = (values.cell ?? []).flatMap((c) => c.split(",")).map((c) => c.trim()).filter(Boolean);
+const cellNames = (values.cell ?? [])
+  .flatMap((c) => c.split(","))
+  .map((c) => c.trim())
+  .filter(Boolean);
 for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) throw new Error(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
 const repsOverride = values.reps ? Number(values.reps) : null;
 const reps = (n: number) => repsOverride ?? n;
@@ -159,7 +162,9 @@ async function fullSyncRun(sim: Simulator, db: string, i: number) {
   await resetStats(sim);
   const m = await syncCli(sim.baseUrl, db, ["--full"]);
   const s = await stats(sim);
-  log(`3 throughput: run ${i + 1}: ${m.result.skusFetched} SKUs, ${s.requests} requests in ${(m.wallMs / 1000).toFixed(1)} s, CPU ${(m.cpuMs / 1000).toFixed(1)} s, peak RSS ${(m.peakRssKb / 1024).toFixed(0)} MB`);
+  log(
+    `3 throughput: run ${i + 1}: ${m.result.skusFetched} SKUs, ${s.requests} requests in ${(m.wallMs / 1000).toFixed(1)} s, CPU ${(m.cpuMs / 1000).toFixed(1)} s, peak RSS ${(m.peakRssKb / 1024).toFixed(0)} MB`,
+  );
   return {
     wallMs: round(m.wallMs, 0),
     cpuMs: round(m.cpuMs, 0),
@@ -178,7 +183,10 @@ async function fullSyncRun(sim: Simulator, db: string, i: number) {
 /** The naive baseline (naive.ts) for 15 s, on its default journal or in WAL. */
 async function naiveRun(sim: Simulator, wal: boolean) {
   await resetStats(sim);
-  const m = await measure([NAIVE, "--db", join(work, `naive-${wal ? "wal" : "default"}.db`), "--seconds", "15", ...(wal ? ["--wal"] : [])], childEnv({ INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_API_KEY: KEY }));
+  const m = await measure(
+    [NAIVE, "--db", join(work, `naive-${wal ? "wal" : "default"}.db`), "--seconds", "15", ...(wal ? ["--wal"] : [])],
+    childEnv({ INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_API_KEY: KEY }),
+  );
   if (m.code !== 0) throw new Error(`naive baseline failed: ${m.stderr}`);
   const r = JSON.parse(m.stdout.trim()) as { skus: number; requests: number; rows: number; elapsedMs: number; journal: string };
   log(`3 naive (${r.journal}): ${r.skus} SKUs, ${r.requests} requests in ${(r.elapsedMs / 1000).toFixed(1)} s`);
@@ -267,7 +275,9 @@ async function economyRun(sim: Simulator, db: string, i: number) {
   const limitOnePage = listPages + 2 * changed.length;
   const reverifyRequests = pages(rotated);
   const repollRequests = pages(repolled);
-  log(`2 economy: run ${i + 1}: ${s.requests} requests; limit ${limit} (${listPages} list pages + ${changedPages} for ${changed.length} changed SKUs); re-verification ${reverifyRequests} (${rotated.length} SKUs), re-poll ${repollRequests} (${repolled.length} SKUs) → ratio ${((s.requests - reverifyRequests) / limit).toFixed(3)}`);
+  log(
+    `2 economy: run ${i + 1}: ${s.requests} requests; limit ${limit} (${listPages} list pages + ${changedPages} for ${changed.length} changed SKUs); re-verification ${reverifyRequests} (${rotated.length} SKUs), re-poll ${repollRequests} (${repolled.length} SKUs) → ratio ${((s.requests - reverifyRequests) / limit).toFixed(3)}`,
+  );
   return {
     churn: { picked: churn.picked, changed: churn.changedSkuIds.length, removed: churn.removed.length, added: churn.added.length },
     requests: s.requests,
@@ -336,25 +346,66 @@ function table(): string {
   const q = results.quota as any;
   if (q) {
     const worst429 = Math.max(...q.cells.map((c: CellResult) => c.share429));
-    rows.push(["1", "quota matrix", `${q.cells.length} cells, worst ${q.summary.worstRatio}, max ${(100 * worst429).toFixed(2)}% 429, ${q.summary.violations} RA viol., truth ${q.summary.allEqualToTruth ? "equal" : "NOT equal"}`, "least time the quota allows", `median ${q.summary.medianRatio}`, "≤ 1.10 each, ≤ 1.05 median, 429 < 2%", q.summary.met ? "yes" : "no"]);
+    rows.push([
+      "1",
+      "quota matrix",
+      `${q.cells.length} cells, worst ${q.summary.worstRatio}, max ${(100 * worst429).toFixed(2)}% 429, ${q.summary.violations} RA viol., truth ${q.summary.allEqualToTruth ? "equal" : "NOT equal"}`,
+      "least time the quota allows",
+      `median ${q.summary.medianRatio}`,
+      "≤ 1.10 each, ≤ 1.05 median, 429 < 2%",
+      q.summary.met ? "yes" : "no",
+    ]);
   }
   const e = results.economy as any;
   if (e) {
     const r = e.runs[0];
     const worst = Math.max(e.median.ratio, e.median.ratioOnePage);
-    rows.push(["2", "call economy", `${median(e.runs.map((x: any) => x.requests))} req (re-verif. ${median(e.runs.map((x: any) => x.reverifyRequests))} apart)`, `${median(e.runs.map((x: any) => x.limit))} (${r.listPages} list + changed)`, `${e.median.ratio.toFixed(3)} (${e.median.ratioOnePage.toFixed(3)} 1 page)`, "≤ 1.15", worst <= 1.15 ? "yes" : "no"]);
+    rows.push([
+      "2",
+      "call economy",
+      `${median(e.runs.map((x: any) => x.requests))} req (re-verif. ${median(e.runs.map((x: any) => x.reverifyRequests))} apart)`,
+      `${median(e.runs.map((x: any) => x.limit))} (${r.listPages} list + changed)`,
+      `${e.median.ratio.toFixed(3)} (${e.median.ratioOnePage.toFixed(3)} 1 page)`,
+      "≤ 1.15",
+      worst <= 1.15 ? "yes" : "no",
+    ]);
   }
   const t = results.throughput as any;
   if (t) {
-    rows.push(["3", "raw throughput", `${t.median.skusPerS} SKU/s, ${t.median.requestsPerS} req/s, ${t.median.cpuUsPerRequest} µs CPU/req`, `naive ${t.naive[0]?.skusPerS ?? "-"} SKU/s (${t.naive[1]?.skusPerS ?? "-"} with WAL)`, `${t.ratioVsNaive ?? "-"}× (${t.ratioVsNaiveWal ?? "-"}×)`, "≥ 10×", t.ratioVsNaive !== null && t.ratioVsNaive >= 10 ? "yes" : "no"]);
+    rows.push([
+      "3",
+      "raw throughput",
+      `${t.median.skusPerS} SKU/s, ${t.median.requestsPerS} req/s, ${t.median.cpuUsPerRequest} µs CPU/req`,
+      `naive ${t.naive[0]?.skusPerS ?? "-"} SKU/s (${t.naive[1]?.skusPerS ?? "-"} with WAL)`,
+      `${t.ratioVsNaive ?? "-"}× (${t.ratioVsNaiveWal ?? "-"}×)`,
+      "≥ 10×",
+      t.ratioVsNaive !== null && t.ratioVsNaive >= 10 ? "yes" : "no",
+    ]);
   }
   const w = results.writePath as any;
   if (w) {
     const r = w.runs[0];
-    rows.push(["4", "write path", `${Math.round(w.median.rowsPerS).toLocaleString("en")} rows/s`, `SQLite alone: ${Math.round(r.rawAllIndexes.rowsPerS).toLocaleString("en")} (PK only ${Math.round(r.rawPrimaryKeyOnly.rowsPerS).toLocaleString("en")})`, `${(w.median.rowsPerS / 200_000).toFixed(2)} of target`, "≥ 200,000", w.median.rowsPerS >= 200_000 ? "yes" : "no"]);
+    rows.push([
+      "4",
+      "write path",
+      `${Math.round(w.median.rowsPerS).toLocaleString("en")} rows/s`,
+      `SQLite alone: ${Math.round(r.rawAllIndexes.rowsPerS).toLocaleString("en")} (PK only ${Math.round(r.rawPrimaryKeyOnly.rowsPerS).toLocaleString("en")})`,
+      `${(w.median.rowsPerS / 200_000).toFixed(2)} of target`,
+      "≥ 200,000",
+      w.median.rowsPerS >= 200_000 ? "yes" : "no",
+    ]);
   }
   const m = results.memory as any;
-  if (m) rows.push(["5", "memory (peak RSS)", `${m.peakRssMb20k} MB @20k, ${m.peakRssMb100k} MB @100k (${m.peakRssMb100kAfterFirstFifth} after its first fifth)`, "20k → 100k", `${m.growth ?? "-"}`, "≤ 1.2 and < 150 MB", m.growth !== null && m.growth <= 1.2 && m.peakRssMb100k < 150 && m.peakRssMb20k < 150 ? "yes" : "no"]);
+  if (m)
+    rows.push([
+      "5",
+      "memory (peak RSS)",
+      `${m.peakRssMb20k} MB @20k, ${m.peakRssMb100k} MB @100k (${m.peakRssMb100kAfterFirstFifth} after its first fifth)`,
+      "20k → 100k",
+      `${m.growth ?? "-"}`,
+      "≤ 1.2 and < 150 MB",
+      m.growth !== null && m.growth <= 1.2 && m.peakRssMb100k < 150 && m.peakRssMb20k < 150 ? "yes" : "no",
+    ]);
   const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r, i) => r.map((cell, c) => cell.padEnd(width[c]!)).join("  ") + (i === 0 ? `\n${width.map((n) => "-".repeat(n)).join("  ")}` : "")).join("\n");
 }

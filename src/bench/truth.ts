@@ -16,18 +16,39 @@ export { tableCounts } from "../store/mirror-rows.js";
 /** A history row's fields in a fixed order, absent ones as null: equal strings are identical rows. */
 const historyTuple = (r: Row): string =>
   JSON.stringify([
-    r.kind, r.occurredAt, r.direction ?? null, r.quantity, r.locationId, r.locationName ?? null, r.locationCode ?? null,
-    r.eventId ?? null, r.eventTypeCode ?? null, r.eventTypeName ?? null, r.setSessionId ?? null, r.setTypeCode ?? null,
-    r.observedQuantity ?? null, r.note ?? null,
+    r.kind,
+    r.occurredAt,
+    r.direction ?? null,
+    r.quantity,
+    r.locationId,
+    r.locationName ?? null,
+    r.locationCode ?? null,
+    r.eventId ?? null,
+    r.eventTypeCode ?? null,
+    r.eventTypeName ?? null,
+    r.setSessionId ?? null,
+    r.setTypeCode ?? null,
+    r.observedQuantity ?? null,
+    r.note ?? null,
   ]);
 
 /** The same for a stored row (history table columns). */
 const storedHistoryTuple = (h: Row): string =>
   historyTuple({
-    kind: h.kind, occurredAt: h.occurred_at, direction: h.direction, quantity: h.quantity, locationId: h.location_id,
-    locationName: h.location_name, locationCode: h.location_code, eventId: h.event_id, eventTypeCode: h.event_type_code,
-    eventTypeName: h.event_type_name, setSessionId: h.set_session_id, setTypeCode: h.set_type_code,
-    observedQuantity: h.observed_quantity, note: h.note,
+    kind: h.kind,
+    occurredAt: h.occurred_at,
+    direction: h.direction,
+    quantity: h.quantity,
+    locationId: h.location_id,
+    locationName: h.location_name,
+    locationCode: h.location_code,
+    eventId: h.event_id,
+    eventTypeCode: h.event_type_code,
+    eventTypeName: h.event_type_name,
+    setSessionId: h.set_session_id,
+    setTypeCode: h.set_type_code,
+    observedQuantity: h.observed_quantity,
+    note: h.note,
   });
 
 /** The elements of `a` left after removing one occurrence per element of `b`. */
@@ -87,8 +108,26 @@ function compareLocations(rows: MirrorRows, truth: GroundTruth, diffs: Differenc
       diffs.add(`location ${l.id} missing`);
       continue;
     }
-    diffs.eq(`location ${l.id}`, [r.name, r.code, r.parent_id, r.parent_name, r.node_kind, r.depth, JSON.parse(r.path_ids as string), JSON.parse(r.path_names as string), r.display_path, r.is_leaf, r.child_count, r.selectable, r.status, r.updated_at],
-      [l.name, l.code, l.parentId, l.parentName, l.nodeKind, l.depth, l.pathIds, l.pathNames, l.displayPath, l.isLeaf ? 1 : 0, l.childCount, l.selectable ? 1 : 0, l.status, l.updatedAt]);
+    diffs.eq(
+      `location ${l.id}`,
+      [
+        r.name,
+        r.code,
+        r.parent_id,
+        r.parent_name,
+        r.node_kind,
+        r.depth,
+        JSON.parse(r.path_ids as string),
+        JSON.parse(r.path_names as string),
+        r.display_path,
+        r.is_leaf,
+        r.child_count,
+        r.selectable,
+        r.status,
+        r.updated_at,
+      ],
+      [l.name, l.code, l.parentId, l.parentName, l.nodeKind, l.depth, l.pathIds, l.pathNames, l.displayPath, l.isLeaf ? 1 : 0, l.childCount, l.selectable ? 1 : 0, l.status, l.updatedAt],
+    );
   }
 }
 
@@ -102,9 +141,14 @@ function compareSku(rows: MirrorRows, skus: Map<string, Row>, t: TruthSku, diffs
     diffs.add(`SKU ${id} missing`);
     return;
   }
-  diffs.eq(`SKU ${id} fields`, [r.code, r.sku_code, r.name, r.barcode, r.unit, r.product_id, r.product_name, r.product_brand, JSON.parse(r.options as string), r.total_quantity],
-    [item.code, item.skuCode, item.name, item.barcode, item.unit, item.product?.id, item.product?.name, item.product?.brand, item.options ?? {}, item.totalQuantity]);
-  const wantRoots = Object.entries(item.locationQuantities ?? {}).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => ({ root_location_id: k, quantity: v }));
+  diffs.eq(
+    `SKU ${id} fields`,
+    [r.code, r.sku_code, r.name, r.barcode, r.unit, r.product_id, r.product_name, r.product_brand, JSON.parse(r.options as string), r.total_quantity],
+    [item.code, item.skuCode, item.name, item.barcode, item.unit, item.product?.id, item.product?.name, item.product?.brand, item.options ?? {}, item.totalQuantity],
+  );
+  const wantRoots = Object.entries(item.locationQuantities ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => ({ root_location_id: k, quantity: v }));
   diffs.eq(`SKU ${id} root quantities`, rows.rootQuantities(id), wantRoots);
   compareLeaves(rows, id, t, diffs);
   compareHistory(rows, id, t, diffs);
@@ -112,17 +156,31 @@ function compareSku(rows: MirrorRows, skus: Map<string, Row>, t: TruthSku, diffs
 
 function compareLeaves(rows: MirrorRows, id: string, t: TruthSku, diffs: Differences): void {
   const detailLocs = ((t.detail as Row).locations as Row[]).slice().sort((a, b) => ((a.id as string) < (b.id as string) ? -1 : 1));
-  diffs.eq(`SKU ${id} leaf quantities`, rows.leafQuantities(id), detailLocs.map((l) => {
-    const f = (l.freshness ?? {}) as Row;
-    return {
-      location_id: l.id, quantity: l.quantity, freshness_status: f.status ?? null, freshness_last_replayed_at: f.lastReplayedAt ?? null,
-      freshness_last_source_kind: f.lastSourceKind ?? null, location_name: l.name ?? null, location_code: l.code ?? null, parent_id: l.parentId ?? null,
-    };
-  }));
-  diffs.eq(`SKU ${id} stock_by_location`, rows.stockByLocation(id), detailLocs.map((l) => {
-    const status = ((l.freshness ?? {}) as Row).status ?? null;
-    return { location_id: l.id, quantity: l.quantity, freshness_status: status, scan_not_reflected: status === "clean" ? 0 : 1 };
-  }));
+  diffs.eq(
+    `SKU ${id} leaf quantities`,
+    rows.leafQuantities(id),
+    detailLocs.map((l) => {
+      const f = (l.freshness ?? {}) as Row;
+      return {
+        location_id: l.id,
+        quantity: l.quantity,
+        freshness_status: f.status ?? null,
+        freshness_last_replayed_at: f.lastReplayedAt ?? null,
+        freshness_last_source_kind: f.lastSourceKind ?? null,
+        location_name: l.name ?? null,
+        location_code: l.code ?? null,
+        parent_id: l.parentId ?? null,
+      };
+    }),
+  );
+  diffs.eq(
+    `SKU ${id} stock_by_location`,
+    rows.stockByLocation(id),
+    detailLocs.map((l) => {
+      const status = ((l.freshness ?? {}) as Row).status ?? null;
+      return { location_id: l.id, quantity: l.quantity, freshness_status: status, scan_not_reflected: status === "clean" ? 0 : 1 };
+    }),
+  );
 }
 
 /** History as a multiset: the same rows, each copy counted. */

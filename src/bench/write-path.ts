@@ -56,7 +56,16 @@ const YEAR = 365 * 86_400_000;
 function skuAt(i: number, withHistory = true): { item: ListItem; detail: DetailResponse; history: HistoryRow[] } {
   rnd = mulberry32(1_000_003 * (i + 1));
   const id = uuid();
-  const sku = { id, code: `SKU-${i}`, skuCode: `C-${i}`, name: `Product ${i} / M`, barcode: String(4_000_000_000_000 + i), unit: "pcs", product: { id: uuid(), name: `Product ${i}`, brand: "Acme" }, options: { size: "M" } };
+  const sku = {
+    id,
+    code: `SKU-${i}`,
+    skuCode: `C-${i}`,
+    name: `Product ${i} / M`,
+    barcode: String(4_000_000_000_000 + i),
+    unit: "pcs",
+    product: { id: uuid(), name: `Product ${i}`, brand: "Acme" },
+    options: { size: "M" },
+  };
   const history: HistoryRow[] = [];
   let t = EPOCH + YEAR;
   for (let r = 0; withHistory && r < PER_SKU; r++) {
@@ -86,7 +95,14 @@ function skuAt(i: number, withHistory = true): { item: ListItem; detail: DetailR
     sku,
     selectedQuantity: 30,
     totalQuantity: 30,
-    locations: locs.map((l) => ({ id: l.id, name: l.name, code: l.code, parentId: l.parentId, quantity: 10, freshness: { status: "clean", lastReplayedAt: new Date(EPOCH + YEAR).toISOString(), lastSourceKind: "event" } })),
+    locations: locs.map((l) => ({
+      id: l.id,
+      name: l.name,
+      code: l.code,
+      parentId: l.parentId,
+      quantity: 10,
+      freshness: { status: "clean", lastReplayedAt: new Date(EPOCH + YEAR).toISOString(), lastSourceKind: "event" },
+    })),
   } as DetailResponse;
   const item = { ...sku, totalQuantity: 30, locationQuantities: { [locs[0]!.parentId]: 30 } } as ListItem;
   return { item, detail, history };

@@ -56,7 +56,11 @@ export const COMMANDS: CommandDef[] = [
     options: [
       { name: "full", type: "boolean", help: "full backfill: fetch detail and complete history of every SKU" },
       { name: "max-requests", type: "string", arg: "N", help: "request budget for this run; reaching it ends the run as partial (config: sync.maxRequests)" },
-      { name: "ignore-quota-wall", type: "boolean", help: "start although the last run stored a quota wall (a Retry-After beyond rateLimit.maxWaitSeconds) still in force; a run that finishes clears it" },
+      {
+        name: "ignore-quota-wall",
+        type: "boolean",
+        help: "start although the last run stored a quota wall (a Retry-After beyond rateLimit.maxWaitSeconds) still in force; a run that finishes clears it",
+      },
       DB,
       ...CONNECTION,
       { name: "no-progress", type: "boolean", help: "no live progress line on a terminal" },
@@ -199,10 +203,7 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): CliValues {
   for (const a of argv) {
     const flag = a.replace(/^--?/, "").split("=")[0]!;
     if (a.startsWith("-") && looksLikeKeyName(flag)) {
-      throw new ConfigError(
-        `--${flag} is not accepted: the developer key is read only from the environment. ` +
-          `Set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it.`,
-      );
+      throw new ConfigError(`--${flag} is not accepted: the developer key is read only from the environment. ` + `Set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it.`);
     }
   }
   const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
@@ -229,14 +230,7 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): CliValues {
 
 export function commandHelp(cmd: CommandDef): string {
   const width = Math.max(...cmd.options.map((o) => optLabel(o).length)) + 2;
-  const lines = [
-    `Usage: ${cmd.usage}`,
-    "",
-    cmd.description,
-    "",
-    "Options:",
-    ...cmd.options.map((o) => `  ${optLabel(o).padEnd(width)}${o.help}`),
-  ];
+  const lines = [`Usage: ${cmd.usage}`, "", cmd.description, "", "Options:", ...cmd.options.map((o) => `  ${optLabel(o).padEnd(width)}${o.help}`)];
   if (cmd.name === "sync" || cmd.name === "check") lines.push("", ENV_HELP, "", EXIT_HELP);
   return lines.join("\n");
 }
@@ -245,7 +239,7 @@ function optLabel(o: OptionDef): string {
   return `--${o.name}${o.arg ? ` ${o.arg}` : ""}`;
 }
 
-export const ENV_HELP = [
+const ENV_HELP = [
   "Environment:",
   "  INVENTORY_API_KEY        the developer key (never accepted as a flag or in the config file)",
   "  INVENTORY_API_KEY_FILE   or: a file holding the key (e.g. a mounted secret; should be mode 600)",
@@ -254,7 +248,7 @@ export const ENV_HELP = [
   "Precedence: flags > environment > config file > defaults.",
 ].join("\n");
 
-export const EXIT_HELP = [
+const EXIT_HELP = [
   "Exit codes:",
   "  0  success (also a run that stopped at its own --max-requests budget; its remaining work stays queued)",
   "  1  sync failed, partial or interrupted (what was committed stays consistent; the next run resumes);",

@@ -5,14 +5,7 @@
  * and in a message written once (see http.ts).
  */
 import type { z } from "zod";
-import {
-  DetailResponse,
-  HistoryResponse,
-  ListResponse,
-  LocationsResponse,
-  UUID_RE,
-  WorkspaceResponse,
-} from "../core/api-schemas.js";
+import { DetailResponse, HistoryResponse, ListResponse, LocationsResponse, UUID_RE, WorkspaceResponse } from "../core/api-schemas.js";
 import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
@@ -146,7 +139,7 @@ export class ApiClient {
  * path holds the server's own object keys, which may be megabytes long or echo our
  * Authorization header. Each path segment is clipped and every text scrubbed.
  */
-export class ResponseValidationError extends Error {
+class ResponseValidationError extends Error {
   override name = "ResponseValidationError";
   constructor(readonly issues: string[]) {
     super(issues.slice(0, MAX_ISSUES_SHOWN).join("; ") + (issues.length > MAX_ISSUES_SHOWN ? `; +${issues.length - MAX_ISSUES_SHOWN} more` : ""));
@@ -160,7 +153,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 }
 
 /** An ID that goes into a URL path or scope must be a UUID; anything else is refused before it is sent. */
-export function checkUuid(id: string, endpoint: EndpointName, field: string): string {
+function checkUuid(id: string, endpoint: EndpointName, field: string): string {
   if (typeof id !== "string" || !UUID_RE.test(id)) {
     throw new ApiError(`${endpoint}: refusing to send ${field} ${safeText(JSON.stringify(String(id)), 80)}: not a UUID`, {
       kind: "invalid-response",

@@ -26,16 +26,12 @@ export interface RequestContext {
 }
 
 /** "detail (SKU …)" or "list": how a message names its request. */
-export function requestLabel(ctx: RequestContext): string {
+function requestLabel(ctx: RequestContext): string {
   return ctx.skuId ? `${ctx.endpoint} (SKU ${ctx.skuId})` : ctx.endpoint;
 }
 
 /** An ApiError about the request `ctx`, its message prefixed with the request's label. */
-export function requestError(
-  ctx: RequestContext,
-  text: string,
-  init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; cause?: unknown },
-): ApiError {
+export function requestError(ctx: RequestContext, text: string, init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; cause?: unknown }): ApiError {
   return new ApiError(`${requestLabel(ctx)}: ${text}`, { ...init, endpoint: ctx.endpoint, skuId: ctx.skuId ?? null });
 }
 
@@ -44,15 +40,7 @@ export function requestError(
  * Non-2xx: the error body is read (capped) so its `error.code/message` can be
  * surfaced and the connection reused; `Retry-After` travels as the error's `retryAfter`.
  */
-export async function getJson(
-  url: URL,
-  ctx: RequestContext,
-  key: Secret,
-  opts: HttpOptions,
-  transport: Transport,
-  signal: AbortSignal,
-  onStatus?: (status: number) => void,
-): Promise<RawResponse> {
+export async function getJson(url: URL, ctx: RequestContext, key: Secret, opts: HttpOptions, transport: Transport, signal: AbortSignal, onStatus?: (status: number) => void): Promise<RawResponse> {
   // One controller per request, aborted by the caller's signal or by the whole-response timer,
   // and both released when the request ends. (AbortSignal.timeout + AbortSignal.any would keep a
   // timer alive for the whole timeout and register a dependant on the run's long-lived signal
@@ -85,16 +73,23 @@ class RequestDeadline {
   private readonly timer: NodeJS.Timeout;
   /** True once the deadline (not the caller) aborted the request. */
   aborted = false;
-  constructor(private readonly outer: AbortSignal, ms: number) {
+  constructor(
+    private readonly outer: AbortSignal,
+    ms: number,
+  ) {
     if (outer.aborted) this.ac.abort(outer.reason);
     else {
       let set = inFlight.get(outer);
       if (!set) {
         const deadlines = new Set<RequestDeadline>();
         inFlight.set(outer, (set = deadlines));
-        outer.addEventListener("abort", () => {
-          for (const d of deadlines) d.ac.abort(outer.reason);
-        }, { once: true });
+        outer.addEventListener(
+          "abort",
+          () => {
+            for (const d of deadlines) d.ac.abort(outer.reason);
+          },
+          { once: true },
+        );
       }
       set.add(this);
     }
@@ -153,19 +148,11 @@ function parseBody(res: Received, text: string, bytes: number, ctx: RequestConte
   const invalid = { kind: "invalid-response", status: res.status } as const;
   if (!/^application\/([\w.+-]+\+)?json\b/i.test(contentType)) {
     const looksHtml = /^\s*</.test(text);
-    throw requestError(
-      ctx,
-      `expected a JSON response but got content type "${safeText(contentType, 100) || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`,
-      invalid,
-    );
+    throw requestError(ctx, `expected a JSON response but got content type "${safeText(contentType, 100) || "none"}"${looksHtml ? " with an HTML page (a proxy or gateway error?)" : ""}`, invalid);
   }
   const depth = jsonDepthExceeds(text, MAX_JSON_DEPTH);
   if (depth) {
-    throw requestError(
-      ctx,
-      `the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`,
-      invalid,
-    );
+    throw requestError(ctx, `the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`, invalid);
   }
   try {
     return JSON.parse(scrubSecrets(text));
@@ -184,13 +171,14 @@ function parseBody(res: Received, text: string, bytes: number, ctx: RequestConte
 export const MAX_JSON_DEPTH = 64;
 
 /** Where `text` first nests deeper than `max` arrays/objects (outside strings), or null. */
-export function jsonDepthExceeds(text: string, max: number): { at: number } | null {
+function jsonDepthExceeds(text: string, max: number): { at: number } | null {
   let depth = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x5b || c === 0x7b) {

@@ -19,7 +19,7 @@ import { z } from "zod";
 
 /** 8-4-4-4-12 hex. Deliberately not RFC-version-strict: the server only promises "UUID string". */
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-export const uuid = z.string().regex(UUID_RE, "expected a UUID");
+const uuid = z.string().regex(UUID_RE, "expected a UUID");
 
 /** A finite JSON number (NaN/Infinity cannot come from JSON, but strings like "12" must not pass). */
 const quantity = z.number().refine(Number.isFinite, "expected a finite number");
@@ -135,7 +135,7 @@ const cursor = z
   .max(MAX_CURSOR_LENGTH, `expected a cursor of at most ${MAX_CURSOR_LENGTH} characters`)
   .refine((c) => !LONE_SURROGATE.test(c), "expected a cursor of well-formed text (it holds a lone surrogate, which a URL cannot carry unchanged)");
 
-export const Page = z
+const Page = z
   .object({ nextCursor: cursor.nullish() })
   .nullish()
   .transform((p) => ({ nextCursor: p?.nextCursor ? p.nextCursor : null }));
@@ -151,7 +151,7 @@ export const ListResponse = z.object({
 });
 export type ListResponse = z.output<typeof ListResponse>;
 
-export const Freshness = z
+const Freshness = z
   .object({ status: optString, lastReplayedAt: optString, lastSourceKind: optString })
   .nullish()
   .transform((v) => v ?? { status: null, lastReplayedAt: null, lastSourceKind: null });

@@ -81,7 +81,10 @@ export const ConfigSchema = z.strictObject({
     .strictObject({
       requestsPerSecond: z.number().positive().nullable().default(DEFAULTS.requestsPerSecond),
       adaptive: z.boolean().default(DEFAULTS.adaptiveRate),
-      maxWaitSeconds: z.number().positive().default(DEFAULTS.maxWaitMs / 1000),
+      maxWaitSeconds: z
+        .number()
+        .positive()
+        .default(DEFAULTS.maxWaitMs / 1000),
     })
     .prefault({}),
   http: z
@@ -106,13 +109,20 @@ export const ConfigSchema = z.strictObject({
       maxRequests: positiveInt.nullable().default(DEFAULTS.maxRequests),
       reverifyWindowHours: z.number().positive().default(DEFAULTS.reverifyWindowHours),
       historyOverlapRows: z.number().int().min(0).default(DEFAULTS.historyOverlapRows),
-      maxRunSeconds: z.number().positive().max(2_000_000).default(DEFAULTS.maxRunMs / 1000),
+      maxRunSeconds: z
+        .number()
+        .positive()
+        .max(2_000_000)
+        .default(DEFAULTS.maxRunMs / 1000),
     })
     .prefault({}),
   /** The WAL size cap kept by the WAL guard while BI readers come and go (see store/wal-guard.ts). */
   storage: z
     .strictObject({
-      walCapMegabytes: z.number().min(1).default(DEFAULTS.walCapBytes / (1024 * 1024)),
+      walCapMegabytes: z
+        .number()
+        .min(1)
+        .default(DEFAULTS.walCapBytes / (1024 * 1024)),
       walCheckIntervalMs: z.number().int().min(50).default(DEFAULTS.walCheckIntervalMs),
     })
     .prefault({}),
@@ -414,7 +424,6 @@ function clip(s: string, max = 80): string {
   return s.length > max ? `${s.slice(0, max - 3)}...` : s;
 }
 
-
 /** Loopback: 127.0.0.0/8, ::1, localhost. Plain http is allowed only there. */
 function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
@@ -467,7 +476,7 @@ export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string
   if (direct) return new Secret(checkKey(direct.trim(), "INVENTORY_API_KEY"));
   if (file) {
     const what = `INVENTORY_API_KEY_FILE (${file})`;
-    let st;
+    let st: ReturnType<typeof statSync>;
     try {
       st = statSync(file);
     } catch (err) {

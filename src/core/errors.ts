@@ -88,8 +88,14 @@ export class ApiError extends Error {
   }
   /** Worth another attempt later (in this run or the next)? */
   get transient(): boolean {
-    return this.kind === "network" || this.kind === "timeout" || this.kind === "quota-wall" || this.kind === "budget" || this.kind === "unreachable" ||
-      (this.kind === "http" && (this.status === 429 || (this.status !== null && this.status >= 500)));
+    return (
+      this.kind === "network" ||
+      this.kind === "timeout" ||
+      this.kind === "quota-wall" ||
+      this.kind === "budget" ||
+      this.kind === "unreachable" ||
+      (this.kind === "http" && (this.status === 429 || (this.status !== null && this.status >= 500)))
+    );
   }
 }
 

@@ -47,9 +47,7 @@ const REDACT_PATHS = [
 
 export function createLogger(level: LevelWithSilent = "info", destination: NodeJS.WritableStream = process.stderr): Logger {
   const onTerminal = (destination as NodeJS.WriteStream).isTTY === true;
-  const out = onTerminal
-    ? prettyDestination(destination === process.stderr ? stderrLine : new LiveLine(destination), { colour: !process.env.NO_COLOR })
-    : destination;
+  const out = onTerminal ? prettyDestination(destination === process.stderr ? stderrLine : new LiveLine(destination), { colour: !process.env.NO_COLOR }) : destination;
   return pino(
     {
       level,
@@ -76,7 +74,7 @@ const MAX_ITEMS = 200;
  * depth. Class instances are read through their own getters (never cloned, which is what
  * broke pino's redaction), errors keep message, stack, code, own fields and `cause`.
  */
-export function toLoggable(value: unknown, depth: number, seen: WeakSet<object>): unknown {
+function toLoggable(value: unknown, depth: number, seen: WeakSet<object>): unknown {
   try {
     if (value === null || typeof value !== "object") {
       if (typeof value === "bigint") return value.toString();

@@ -83,11 +83,7 @@ export interface DaemonOptions {
 
 export type TickSource = "schedule" | "startup" | "manual";
 
-export type TickOutcome =
-  | { kind: "ran"; result: SyncResult }
-  | { kind: "failed"; error: Error; errorKind: ErrorKind }
-  | { kind: "skipped"; reason: SkipReason; message: string }
-  | { kind: "stopped" };
+export type TickOutcome = { kind: "ran"; result: SyncResult } | { kind: "failed"; error: Error; errorKind: ErrorKind } | { kind: "skipped"; reason: SkipReason; message: string } | { kind: "stopped" };
 
 interface InHand {
   mode: RunMode;
@@ -232,8 +228,7 @@ export class Daemon {
     const now = this.clock.now();
     const inHand = this.current;
     if (inHand) {
-      const message =
-        `${mode} tick (${source}) skipped: the ${inHand.mode} run started ${new Date(inHand.startedAt).toISOString()} is still in progress`;
+      const message = `${mode} tick (${source}) skipped: the ${inHand.mode} run started ${new Date(inHand.startedAt).toISOString()} is still in progress`;
       this.metrics.ticksSkipped.labels(mode, "overlap").inc();
       this.logger.info({ mode, running: inHand.mode }, message);
       this.journal.skipped({ mode, at: now, message });
@@ -414,7 +409,7 @@ function responsesOf(r: SyncResult, state: StateReader): Record<string, Record<s
   }
 }
 
-export function classifyError(err: unknown): ErrorKind {
+function classifyError(err: unknown): ErrorKind {
   if (err instanceof ApiError) return err.kind === "auth" ? "auth" : err.kind === "quota-wall" ? "quota" : "api";
   if (err instanceof WorkspaceMismatchError) return "workspace";
   if (err instanceof ConfigError) return "config";

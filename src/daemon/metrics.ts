@@ -10,11 +10,10 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 import type { RunMode } from "../store/store.js";
 import type { SyncResult } from "../sync/sync.js";
 
-export const PREFIX = "inventory_mirror_";
-export const RUN_MODES: readonly RunMode[] = ["incremental", "full"];
+const PREFIX = "inventory_mirror_";
+const RUN_MODES: readonly RunMode[] = ["incremental", "full"];
 /** `outcome` label of runs_total: the run's final status. A run that could not start (key refused, workspace check failed) is `failed`. */
-export const RUN_OUTCOMES = ["succeeded", "partial", "failed", "interrupted"] as const;
-export type RunOutcome = (typeof RUN_OUTCOMES)[number];
+const RUN_OUTCOMES = ["succeeded", "partial", "failed", "interrupted"] as const;
 /** `reason` label of ticks_skipped_total. */
 export const SKIP_REASONS = ["overlap", "quota", "locked"] as const;
 export type SkipReason = (typeof SKIP_REASONS)[number];
@@ -116,12 +115,7 @@ export class DaemonMetrics {
       registers,
       notClean && (() => safe(notClean)),
     );
-    this.ready = scrapedGauge(
-      `${PREFIX}ready`,
-      "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).",
-      registers,
-      ready && (() => (ready() ? 1 : 0)),
-    );
+    this.ready = scrapedGauge(`${PREFIX}ready`, "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).", registers, ready && (() => (ready() ? 1 : 0)));
 
     this.zeroSeries();
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });

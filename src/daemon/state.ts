@@ -18,7 +18,7 @@ import { journalInRunInHand, type JournalEntry, type RunMode } from "../store/ru
 import { mirrorState } from "../store/status.js";
 
 /** Journal kind of a tick that found a run in progress. */
-export const TICK_SKIPPED = "tick_skipped";
+const TICK_SKIPPED = "tick_skipped";
 
 /** What the daemon reads from the database between runs (injectable for tests). */
 export interface StateReader {

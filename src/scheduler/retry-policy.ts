@@ -16,7 +16,7 @@ export type RetryAction =
   /** Fail now. */
   | "fail";
 
-export const RETRY_POLICY: ReadonlyArray<{ when: (e: ApiError) => boolean; action: RetryAction; why: string }> = [
+const RETRY_POLICY: ReadonlyArray<{ when: (e: ApiError) => boolean; action: RetryAction; why: string }> = [
   {
     when: (e) => e.kind === "http" && e.status === 429,
     action: "pause-all-and-retry",

@@ -31,7 +31,7 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
-export const realClock: Clock = {
+const realClock: Clock = {
   now: () => Date.now(),
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
@@ -269,7 +269,13 @@ export class RequestScheduler {
     const raHeader = err.retryAfter;
     if (retryAfterBeyondCap(raHeader, now)) {
       const capH = DEFAULTS.maxServerWaitMs / 3_600_000;
-      this.emit({ type: "suspicious", endpoint, status: err.status, retryAfter: raHeader!, message: `${endpoint}: the server asked to wait beyond ${capH} h (Retry-After: ${raHeader!.slice(0, 64)}); no server may impose more than ${capH} h, so ${capH} h it is` });
+      this.emit({
+        type: "suspicious",
+        endpoint,
+        status: err.status,
+        retryAfter: raHeader!,
+        message: `${endpoint}: the server asked to wait beyond ${capH} h (Retry-After: ${raHeader!.slice(0, 64)}); no server may impose more than ${capH} h, so ${capH} h it is`,
+      });
     }
     const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
     // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
@@ -296,7 +302,15 @@ export class RequestScheduler {
       const limit = action === "backoff-and-retry-twice" ? Math.min(INVALID_RESPONSE_RETRIES, this.opts.maxRetries) : this.opts.maxRetries;
       if (tries.bounded > limit) {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.all} attempts: ${err.message}`, attempts: tries.all });
-        throw new ApiError(`${err.message} (gave up after ${tries.all} attempts)`, { kind: err.kind, endpoint, status: err.status, code: err.code, skuId: err.skuId, retryAfter: err.retryAfter, cause: err });
+        throw new ApiError(`${err.message} (gave up after ${tries.all} attempts)`, {
+          kind: err.kind,
+          endpoint,
+          status: err.status,
+          code: err.code,
+          skuId: err.skuId,
+          retryAfter: err.retryAfter,
+          cause: err,
+        });
       }
       waitMs = ra ?? backoffMs(tries.bounded, this.opts.backoffBaseMs, this.opts.backoffCapMs, this.random);
       // A wait the server named holds for every worker; without one, only this request backs off
@@ -355,11 +369,14 @@ export class RequestScheduler {
     if (this.connectFailures < UNREACHABLE_FAILURES || now - this.connectFailingSince < UNREACHABLE_AFTER_MS) return;
     const seconds = ((now - this.connectFailingSince) / 1000).toFixed(1);
     const where = this.opts.server ? `the server at ${this.opts.server}` : "the server";
-    this.unreachable = new ApiError(`${endpoint}: ${where} is unreachable: ${this.connectFailures} attempts in ${seconds} s failed to connect (${connectCode(err) ?? err.kind}); check that it is up and that --base-url is right`, {
-      kind: "unreachable",
-      endpoint,
-      cause: err,
-    });
+    this.unreachable = new ApiError(
+      `${endpoint}: ${where} is unreachable: ${this.connectFailures} attempts in ${seconds} s failed to connect (${connectCode(err) ?? err.kind}); check that it is up and that --base-url is right`,
+      {
+        kind: "unreachable",
+        endpoint,
+        cause: err,
+      },
+    );
     this.emit({ type: "failure", endpoint, status: null, message: this.unreachable.message, attempts: this.connectFailures });
     const e = this.unreachable;
     this.rejectAll(() => e);
@@ -463,12 +480,22 @@ export class RequestScheduler {
     while (this.queue.length) {
       if (this.opts.maxRequests != null && this.stats.requests >= this.opts.maxRequests) {
         const max = this.opts.maxRequests;
-        return this.rejectAll((w) => new ApiError(`${w.endpoint}: the request budget of ${max} for this run is spent (--max-requests / sync.maxRequests); the next run continues`, { kind: "budget", endpoint: w.endpoint }));
+        return this.rejectAll(
+          (w) =>
+            new ApiError(`${w.endpoint}: the request budget of ${max} for this run is spent (--max-requests / sync.maxRequests); the next run continues`, { kind: "budget", endpoint: w.endpoint }),
+        );
       }
       if (this.pausedUntilMs > now) {
         if (this.pausedUntilMs - now > this.opts.maxWaitMs + RETRY_AFTER_MARGIN_MS) {
           const until = this.pausedUntilMs;
-          return this.rejectAll((w) => new ApiError(`${w.endpoint}: paused by the server until ${new Date(until).toISOString()}, longer than rateLimit.maxWaitSeconds`, { kind: "quota-wall", endpoint: w.endpoint, resumeAfter: until }));
+          return this.rejectAll(
+            (w) =>
+              new ApiError(`${w.endpoint}: paused by the server until ${new Date(until).toISOString()}, longer than rateLimit.maxWaitSeconds`, {
+                kind: "quota-wall",
+                endpoint: w.endpoint,
+                resumeAfter: until,
+              }),
+          );
         }
         return this.arm(this.pausedUntilMs);
       }

@@ -11,14 +11,7 @@ import { UUID_RE } from "../core/api-schemas.js";
 import type { EndpointName } from "../core/defaults.js";
 import { CursorCodec } from "./cursor.js";
 import { STOCK_STATES, type SimModel, type StockState } from "./model.js";
-import {
-  SimApiError,
-  type DetailResponseIn,
-  type HistoryResponseIn,
-  type ListResponseIn,
-  type LocationsResponseIn,
-  type WorkspaceResponseIn,
-} from "./types.js";
+import { SimApiError, type DetailResponseIn, type HistoryResponseIn, type ListResponseIn, type LocationsResponseIn, type WorkspaceResponseIn } from "./types.js";
 
 export interface Route {
   endpoint: EndpointName;

@@ -171,9 +171,7 @@ const APPLY: Record<Op, (c: Churn, t: Target) => void> = {
   },
   transfer(c, t) {
     const locations = c.model.state.locations;
-    const pairs = t.stocked.flatMap((p) =>
-      c.allLeaves.filter((l) => l !== p.leaf && locations[l]!.root === locations[p.leaf]!.root).map((to) => [p, to] as const),
-    );
+    const pairs = t.stocked.flatMap((p) => c.allLeaves.filter((l) => l !== p.leaf && locations[l]!.root === locations[p.leaf]!.root).map((to) => [p, to] as const));
     if (!pairs.length) {
       c.receipt(t.id, c.rng.pick(c.allLeaves));
       return;

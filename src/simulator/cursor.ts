@@ -23,7 +23,11 @@ export class CursorCodec {
 
   /** Stable fingerprint of the filters a cursor is bound to. */
   static fingerprint(parts: Record<string, string | null>): string {
-    const canonical = JSON.stringify(Object.keys(parts).sort().map((k) => [k, parts[k]]));
+    const canonical = JSON.stringify(
+      Object.keys(parts)
+        .sort()
+        .map((k) => [k, parts[k]]),
+    );
     return createHash("sha256").update(canonical).digest("base64url").slice(0, 16);
   }
 

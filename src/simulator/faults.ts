@@ -8,19 +8,7 @@ import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ConfigError } from "../core/errors.js";
 import { createRng, type Rng } from "./prng.js";
 
-export const FAULT_KINDS = [
-  "429",
-  "503",
-  "slow",
-  "reset",
-  "malformed-json",
-  "truncated",
-  "wrong-content-type",
-  "html",
-  "missing-field",
-  "oversize",
-  "reject-cursor",
-] as const;
+export const FAULT_KINDS = ["429", "503", "slow", "reset", "malformed-json", "truncated", "wrong-content-type", "html", "missing-field", "oversize", "reject-cursor"] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 export interface FaultRule {
@@ -47,8 +35,8 @@ export interface FaultRule {
   bytes?: number;
 }
 
-export const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
-export const DEFAULT_SLOW_MS = 1000;
+const ENDPOINT_NAMES = Object.keys(ENDPOINTS) as EndpointName[];
+const DEFAULT_SLOW_MS = 1000;
 export const DEFAULT_OVERSIZE_BYTES = 20 * 1024 * 1024;
 const UUID_LIKE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -307,8 +295,7 @@ export function withoutRequiredField(endpoint: EndpointName, body: unknown): unk
 }
 
 /** What a reverse proxy shows when the upstream is down; sent with status 200 by the `html` fault. */
-export const PROXY_ERROR_PAGE =
-  "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
+export const PROXY_ERROR_PAGE = "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx</center>\r\n</body>\r\n</html>\r\n";
 
 /** The two ends of an oversize body; padding in between makes it exactly `bytes` long (valid JSON). */
 export function oversizeFrame(bytes: number): { head: string; tail: string; padding: number } {

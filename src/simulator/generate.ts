@@ -8,16 +8,7 @@ import { createRng, type Rng } from "./prng.js";
 import { replay } from "./replay.js";
 import { applyHistoryRole, assertVarianceFits, historyRole, roleTarget } from "./history-variance.js";
 import type { LocationNodeIn, LocationState, Row, SkuState, WorkspaceState } from "./types.js";
-import {
-  ADJECTIVES,
-  BRANDS,
-  FAMILIES,
-  FRESHNESS_NOT_CLEAN,
-  letters,
-  NODE_KIND,
-  NOTES,
-  type EventTypeKey,
-} from "./vocabulary.js";
+import { ADJECTIVES, BRANDS, FAMILIES, FRESHNESS_NOT_CLEAN, letters, NODE_KIND, NOTES, type EventTypeKey } from "./vocabulary.js";
 
 /** The generated timeline ends here; data never depends on the wall clock. */
 export const TIMELINE_END = Date.UTC(2026, 5, 1, 0, 0, 0, 0);
@@ -176,13 +167,7 @@ function rankLeaves(locations: LocationState[]): Int32Array {
 // ---------------------------------------------------------------- catalogue
 
 /** One product and its 1–4 variant SKUs (options differ; product id / name / brand shared). */
-export function makeProduct(
-  rng: Rng,
-  productNo: number,
-  maxSkus: number,
-  firstIdx: number,
-  taken: ReadonlyMap<string, unknown>,
-): SkuState[] {
+export function makeProduct(rng: Rng, productNo: number, maxSkus: number, firstIdx: number, taken: ReadonlyMap<string, unknown>): SkuState[] {
   const family = rng.pick(FAMILIES);
   const brand = rng.pick(BRANDS);
   const productName = `${rng.pick(ADJECTIVES)} ${rng.pick(family.nouns)}`;
@@ -207,7 +192,12 @@ export function makeProduct(
     let id = rng.uuid();
     while (taken.has(id)) id = rng.uuid();
     const code = `SKU-${String(idx + 1).padStart(6, "0")}`;
-    const optCode = values.map((v) => v.replace(/[^A-Za-z0-9]/g, "").slice(0, 3).toUpperCase());
+    const optCode = values.map((v) =>
+      v
+        .replace(/[^A-Za-z0-9]/g, "")
+        .slice(0, 3)
+        .toUpperCase(),
+    );
     const skuCode = [brandCode, String(productNo).padStart(4, "0"), ...optCode].join("-");
     const name = values.length ? `${productName} ${values.join(" / ")}` : productName;
     const barcode = ean13(rng);
@@ -329,20 +319,22 @@ interface HistoryWriter {
   transferPairs: Array<readonly [number, number]>;
 }
 
-function generateHistory(
-  rng: Rng,
-  state: WorkspaceState,
-  leavesByRoot: Map<number, number[]>,
-  sku: SkuState,
-  target: number,
-): Row[] {
+function generateHistory(rng: Rng, state: WorkspaceState, leavesByRoot: Map<number, number[]>, sku: SkuState, target: number): Row[] {
   if (target === 0) return [];
   const leaves = chooseLeaves(rng, state, leavesByRoot);
   const spanMs = (30 + rng.int(336)) * DAY;
   const meanGap = spanMs / (target + 1);
   const w: HistoryWriter = {
-    rng, state, sku, rows: [], leaves, bal: new Map<number, number>(leaves.map((l) => [l, 0])),
-    t: TIMELINE_END - spanMs, remaining: target, stocked: [], transferPairs: [],
+    rng,
+    state,
+    sku,
+    rows: [],
+    leaves,
+    bal: new Map<number, number>(leaves.map((l) => [l, 0])),
+    t: TIMELINE_END - spanMs,
+    remaining: target,
+    stocked: [],
+    transferPairs: [],
   };
   while (w.rows.length < target) {
     w.remaining = target - w.rows.length;
@@ -368,10 +360,7 @@ function chooseAction(w: HistoryWriter): Action {
   const rootOf = (leaf: number): number => w.state.locations[leaf]!.root;
   // Only built when the action needs them: this loop runs ~1.2 M times at 100k SKUs.
   w.stocked = action === "shipment" || action === "transfer" ? leaves.filter((l) => bal.get(l)! > 0) : [];
-  w.transferPairs =
-    action === "transfer" && remaining >= 2
-      ? w.stocked.flatMap((a) => leaves.filter((b) => b !== a && rootOf(b) === rootOf(a)).map((b) => [a, b] as const))
-      : [];
+  w.transferPairs = action === "transfer" && remaining >= 2 ? w.stocked.flatMap((a) => leaves.filter((b) => b !== a && rootOf(b) === rootOf(a)).map((b) => [a, b] as const)) : [];
   if (action === "batch" && (remaining < 2 || leaves.length < 2)) action = "receipt";
   if (action === "shipment" && w.stocked.length === 0) action = "receipt";
   if (action === "transfer" && w.transferPairs.length === 0) action = "receipt";

@@ -15,7 +15,7 @@ import type { Rng } from "./prng.js";
 import type { Row, SkuState, WorkspaceState } from "./types.js";
 
 export type PairPlacement = "page" | "boundary" | "ties";
-export const PAIR_PLACEMENTS: readonly PairPlacement[] = ["page", "boundary", "ties"];
+const PAIR_PLACEMENTS: readonly PairPlacement[] = ["page", "boundary", "ties"];
 
 export interface HistoryVarianceOptions {
   /** SKUs given a pair of identical history rows (placements cycle through PAIR_PLACEMENTS). */
@@ -47,7 +47,10 @@ export function historyRole(idx: number, o: HistoryVarianceOptions): HistoryRole
 }
 
 export function assertVarianceFits(o: HistoryVarianceOptions & { skus: number; historyDepth: number }): void {
-  for (const [name, v] of [["identicalRows", o.identicalRows], ["tieRuns", o.tieRuns]] as const) {
+  for (const [name, v] of [
+    ["identicalRows", o.identicalRows],
+    ["tieRuns", o.tieRuns],
+  ] as const) {
     if (!Number.isInteger(v) || v < 0) throw new RangeError(`${name} must be an integer >= 0, got ${v}`);
   }
   const needed = o.identicalRows + o.tieRuns;

@@ -13,13 +13,12 @@ export interface HostileTextOptions {
 
 /** What `controlChars` puts before and after a name: retitle, bell, clear screen, red; then reset. */
 export const HOSTILE_PREFIX = "\u001b]0;pwned\u0007\u001b[2J\u001b[31m";
-export const HOSTILE_SUFFIX = "\u001b[0m\r";
+const HOSTILE_SUFFIX = "\u001b[0m\r";
 
 export function hostileBody(body: unknown, o: HostileTextOptions, authorization: string | undefined): unknown {
   if (!o.controlChars && !o.echoAuthorization) return body;
   const copy = JSON.parse(JSON.stringify(body)) as unknown;
-  const rewrite = (name: string) =>
-    (o.controlChars ? HOSTILE_PREFIX : "") + name + (o.echoAuthorization && authorization ? ` (${authorization})` : "") + (o.controlChars ? HOSTILE_SUFFIX : "");
+  const rewrite = (name: string) => (o.controlChars ? HOSTILE_PREFIX : "") + name + (o.echoAuthorization && authorization ? ` (${authorization})` : "") + (o.controlChars ? HOSTILE_SUFFIX : "");
   visit(copy, rewrite);
   return copy;
 }

@@ -109,21 +109,18 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
 }
 
 /** "", "/" → ""; "api/" → "/api". */
-export function normalizePrefix(prefix: string | undefined): string {
+function normalizePrefix(prefix: string | undefined): string {
   const trimmed = (prefix ?? "").replace(/^\/+|\/+$/g, "");
   return trimmed ? `/${trimmed}` : "";
 }
 
-export { createModel, MODEL_DEFAULTS, SimModel, STOCK_STATES } from "./model.js";
-export type { ListFilter, ModelOptions, StockState } from "./model.js";
-export { FAULT_KINDS, parseFaultSpec, validateFaultRule } from "./faults.js";
+export { createModel, SimModel } from "./model.js";
+export type { ModelOptions } from "./model.js";
+export { FAULT_KINDS, parseFaultSpec } from "./faults.js";
 export type { FaultKind, FaultRule } from "./faults.js";
-export { DEFAULT_VARIANCE, resolveVariance } from "./variance.js";
-export type { VarianceOptions, ResolvedVariance } from "./variance.js";
+export type { VarianceOptions } from "./variance.js";
 export { RETRY_AFTER_FORMS } from "./quota.js";
-export type { FixedWindowOptions, QuotaOptions, RetryAfterForm, TokenBucketOptions } from "./quota.js";
-export type { RetryAfterViolation } from "./quota.js";
+export type { QuotaOptions, RetryAfterForm } from "./quota.js";
 export type { SimStats } from "./stats.js";
-export type { ChurnSummary } from "./churn.js";
 export { TIMELINE_END } from "./generate.js";
-export type { GroundTruth, GroundTruthSku, LocationNodeIn, ListItemIn, DetailResponseIn, HistoryRowIn } from "./types.js";
+export type { GroundTruth, GroundTruthSku } from "./types.js";

@@ -7,7 +7,7 @@
  */
 import { randomChurn, type ChurnSummary } from "./churn.js";
 import type { HistoryKey } from "./cursor.js";
-import { generateWorkspace, makeProduct, searchText, TIMELINE_END } from "./generate.js";
+import { generateWorkspace, makeProduct, searchText } from "./generate.js";
 import { createRng, uuidDeriver, type Rng } from "./prng.js";
 import { cleanProjection, insertionIndex, insertProjection, replay } from "./replay.js";
 import {
@@ -780,5 +780,3 @@ function assertDirection(type: EventTypeKey, delta: number): void {
 function stripUndefined<T extends object>(o: T): Partial<T> {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
-
-export { TIMELINE_END };

@@ -8,7 +8,7 @@
  */
 
 /** murmur3's 32-bit finaliser: a cheap full-avalanche mix. */
-export function fmix32(h: number): number {
+function fmix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
@@ -18,7 +18,7 @@ export function fmix32(h: number): number {
 }
 
 /** 32-bit hash of a string (FNV-1a, then mixed), used to turn labels into stream ids. */
-export function hashString(s: string): number {
+function hashString(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);
@@ -28,7 +28,7 @@ export function hashString(s: string): number {
 }
 
 /** murmur3_32 over a list of 32-bit words with a seed. */
-export function hashWords(words: readonly number[], seed: number): number {
+function hashWords(words: readonly number[], seed: number): number {
   let h = seed >>> 0;
   for (const w of words) {
     let k = Math.imul(w | 0, 0xcc9e2d51);
@@ -128,7 +128,7 @@ function hex32(w: number): string {
 }
 
 /** Four words as a lowercase RFC 4122 version-4 UUID (version nibble 4, variant 8-b). */
-export function formatUuid(w0: number, w1: number, w2: number, w3: number): string {
+function formatUuid(w0: number, w1: number, w2: number, w3: number): string {
   const v1 = ((w1 & 0xffff0fff) | 0x00004000) >>> 0;
   const v2 = ((w2 & 0x3fffffff) | 0x80000000) >>> 0;
   return (
@@ -149,22 +149,6 @@ export function formatUuid(w0: number, w1: number, w2: number, w3: number): stri
   );
 }
 
-/**
- * A UUID that is a pure function of its key. History rows store small integers
- * (SKU index, event ordinal) and format their eventId / setSessionId only when
- * rendered: 1.2 M stored UUID strings would cost ~70 MB at 100k SKUs. Four independent
- * 32-bit hashes make collisions as unlikely as for random UUIDs at these volumes.
- */
-export function derivedUuid(...key: StreamKey): string {
-  const words = keyWords(key);
-  return formatUuid(
-    hashWords(words, 0x9e3779b9),
-    hashWords(words, 0x7f4a7c15),
-    hashWords(words, 0x94d049bb),
-    hashWords(words, 0xbf58476d),
-  );
-}
-
 /** One murmur3 round, as in hashWords. */
 function mixIn(h: number, w: number): number {
   let k = Math.imul(w | 0, 0xcc9e2d51);
@@ -176,8 +160,11 @@ function mixIn(h: number, w: number): number {
 }
 
 /**
- * derivedUuid(seed, label, a, b) without allocating: history rendering formats two of
- * these per row, hundreds of thousands of times for a ground-truth dump. Same output.
+ * A UUID that is a pure function of its key (seed, label, a, b), derived without allocating.
+ * History rows store small integers (SKU index, event ordinal) and format their eventId /
+ * setSessionId only when rendered (1.2 M stored UUID strings would cost ~70 MB at 100k SKUs),
+ * two per row, hundreds of thousands of times for a ground-truth dump. Four independent
+ * 32-bit murmur3 hashes make collisions as unlikely as for random UUIDs at these volumes.
  */
 export function uuidDeriver(seed: number, label: string): (a: number, b: number) => string {
   const [s0, s1, l] = keyWords([seed, label]) as [number, number, number];

@@ -68,7 +68,7 @@ export function insertProjection(sku: SkuState, proj: Projection, leafRank?: Int
 }
 
 /** Replay one leaf's rows (chronological) into its projection. */
-export function replayLeafRows(proj: Projection, rows: readonly Row[]): NegativeBalance | null {
+function replayLeafRows(proj: Projection, rows: readonly Row[]): NegativeBalance | null {
   if (proj.status === "clean") proj.unreflected = 0;
   if (proj.unreflected > rows.length) proj.unreflected = rows.length;
   const reflected = rows.length - proj.unreflected;
@@ -98,7 +98,7 @@ export function replayLeafRows(proj: Projection, rows: readonly Row[]): Negative
 }
 
 /** Chronological order of rows: occurredAt, then insertion sequence. */
-export function compareRows(a: Pick<Row, "t" | "seq">, b: Pick<Row, "t" | "seq">): number {
+function compareRows(a: Pick<Row, "t" | "seq">, b: Pick<Row, "t" | "seq">): number {
   return a.t - b.t || a.seq - b.seq;
 }
 

@@ -19,17 +19,7 @@ import type { Socket } from "node:net";
 import { ConfigError } from "../core/errors.js";
 import { handleApi, matchRoute, type Route } from "./api.js";
 import { CursorCodec } from "./cursor.js";
-import {
-  DEFAULT_OVERSIZE_BYTES,
-  FaultEngine,
-  faultRetryAfter,
-  oversizeFrame,
-  parseFaultSpec,
-  PROXY_ERROR_PAGE,
-  validateFaultRule,
-  withoutRequiredField,
-  type FaultRule,
-} from "./faults.js";
+import { DEFAULT_OVERSIZE_BYTES, FaultEngine, faultRetryAfter, oversizeFrame, parseFaultSpec, PROXY_ERROR_PAGE, validateFaultRule, withoutRequiredField, type FaultRule } from "./faults.js";
 import type { SimModel } from "./model.js";
 import { createRng, type Rng } from "./prng.js";
 import { createQuota, quotaRetryAfter, retryAfterDeadline, type Quota, type QuotaOptions } from "./quota.js";
@@ -114,9 +104,7 @@ export class SimServer {
       if (!socket.writable || err.code === "ECONNRESET") return void socket.destroy();
       const timeout = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
       const body = errorBuffer(timeout ? "request_timeout" : "bad_request", timeout ? "Request timed out" : "Malformed HTTP request");
-      socket.end(
-        `HTTP/1.1 ${timeout ? "408 Request Timeout" : "400 Bad Request"}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.toString()}`,
-      );
+      socket.end(`HTTP/1.1 ${timeout ? "408 Request Timeout" : "400 Bad Request"}\r\ncontent-type: ${JSON_TYPE}\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body.toString()}`);
     });
     this.server.on("connection", (socket: Socket) => {
       this.sockets.add(socket);

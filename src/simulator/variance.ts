@@ -50,7 +50,7 @@ export interface VarianceOptions {
 
 export type ResolvedVariance = Required<VarianceOptions>;
 
-export const DEFAULT_VARIANCE: ResolvedVariance = {
+const DEFAULT_VARIANCE: ResolvedVariance = {
   listOrder: "id",
   locationOrder: "tree",
   detailOrder: "id",
@@ -79,7 +79,7 @@ const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
   errors: ["named", "other"],
 };
 
-export function resolveVariance(v: VarianceOptions | undefined): ResolvedVariance {
+function resolveVariance(v: VarianceOptions | undefined): ResolvedVariance {
   const out = { ...DEFAULT_VARIANCE };
   for (const [k, value] of Object.entries(v ?? {}) as Array<[keyof ResolvedVariance, unknown]>) {
     if (value === undefined) continue;
@@ -296,7 +296,7 @@ function zeroLeaf(leaf: LocationNodeIn): DetailLocationIn {
 }
 
 /** Delete every null-valued key, recursively (arrays are walked, not changed), except where `keep(path)`. */
-export function omitNulls(v: unknown, keep: (path: string) => boolean, path = ""): void {
+function omitNulls(v: unknown, keep: (path: string) => boolean, path = ""): void {
   if (Array.isArray(v)) {
     for (const x of v) omitNulls(x, keep, path);
     return;

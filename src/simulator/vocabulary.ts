@@ -44,8 +44,6 @@ export const FAMILIES: readonly ProductFamily[] = [
 
 export const ADJECTIVES = ["Classic", "Organic", "Everyday", "Premium", "Compact", "Lightweight", "Heritage", "Urban"] as const;
 
-export type Direction = "in" | "out" | "none";
-
 /** Movement event types. `adjustment` can go either way; the others have a fixed direction. */
 export interface EventType {
   code: string;

@@ -44,8 +44,25 @@ export function rawHistoryWriter(db: DB, opts: { withIndexes: boolean }): RawHis
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`);
   const insertBatch = db.transaction((rows: readonly RawHistoryRow[]) => {
     for (const { skuId, rowKey, dupIndex, row: r } of rows) {
-      ins.run(skuId, rowKey, dupIndex, r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
-        r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note);
+      ins.run(
+        skuId,
+        rowKey,
+        dupIndex,
+        r.kind,
+        r.occurredAt,
+        r.direction,
+        r.quantity,
+        r.locationId,
+        r.locationName,
+        r.locationCode,
+        r.eventId,
+        r.eventTypeCode,
+        r.eventTypeName,
+        r.setSessionId,
+        r.setTypeCode,
+        r.observedQuantity,
+        r.note,
+      );
     }
   });
   return { insertBatch };

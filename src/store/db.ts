@@ -19,7 +19,7 @@ export type DB = Database.Database;
 
 /** Where migrations/ and schema.sql live: the package root (two levels above dist/store/). */
 export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const MIGRATIONS_DIR = join(PACKAGE_ROOT, "migrations");
+const MIGRATIONS_DIR = join(PACKAGE_ROOT, "migrations");
 
 export interface Migration {
   version: number;
@@ -43,9 +43,7 @@ export function migrate(db: DB, migrations = loadMigrations()): { from: number; 
   const from = db.pragma("user_version", { simple: true }) as number;
   const latest = migrations.length;
   if (from > latest) {
-    throw new StoreError(
-      `the database schema is version ${from}, newer than this inventory-mirror knows (${latest}); upgrade inventory-mirror or use another --db`,
-    );
+    throw new StoreError(`the database schema is version ${from}, newer than this inventory-mirror knows (${latest}); upgrade inventory-mirror or use another --db`);
   }
   for (const m of migrations.slice(from)) {
     db.transaction(() => {
@@ -171,7 +169,9 @@ export function checkWritable(path: string): void {
   try {
     accessSync(dir, constants.W_OK | constants.X_OK);
   } catch {
-    throw new ConfigError(`database directory ${dir} is not writable by this user${who}: the mirror needs to create ${basename(path)}.lock, -wal and -shm there. Make it writable or choose another --db`);
+    throw new ConfigError(
+      `database directory ${dir} is not writable by this user${who}: the mirror needs to create ${basename(path)}.lock, -wal and -shm there. Make it writable or choose another --db`,
+    );
   }
   if (existsSync(path)) {
     try {
@@ -234,10 +234,10 @@ export function acquireWriterLock(dbPath: string): WriterLock {
   } catch (err) {
     lock.close();
     if ((err as { code?: string }).code === "SQLITE_BUSY" || /locked|busy/i.test((err as Error).message)) {
-      throw new StoreError(
-        `another inventory-mirror process is writing to ${dbPath} (it holds ${lockPath}); wait for it to finish or stop it. Only one writer per database file.`,
-        { cause: err, code: "locked" },
-      );
+      throw new StoreError(`another inventory-mirror process is writing to ${dbPath} (it holds ${lockPath}); wait for it to finish or stop it. Only one writer per database file.`, {
+        cause: err,
+        code: "locked",
+      });
     }
     throw new StoreError(`cannot take the writer lock ${lockPath}: ${(err as Error).message}`, { cause: err });
   }

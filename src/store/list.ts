@@ -37,18 +37,27 @@ const json = (v: unknown) => (v === null || v === undefined ? null : JSON.string
 
 /** sha1 of a string as hex: crypto.hash (one call, no Hash object) where Node has it (>= 20.12). */
 const oneShot = (cryptoModule as { hash?: (alg: string, data: string, enc: "hex") => string }).hash;
-export const sha1Hex: (s: string) => string = oneShot
-  ? (s) => oneShot("sha1", s, "hex")
-  : (s) => createHash("sha1").update(s).digest("hex");
+export const sha1Hex: (s: string) => string = oneShot ? (s) => oneShot("sha1", s, "hex") : (s) => createHash("sha1").update(s).digest("hex");
 
 /** What the list shows of a SKU, hashed: a change here means detail/history must be refetched. */
 function listFingerprint(item: ListItem): string {
-  const sorted = (o: Record<string, unknown>) => Object.keys(o).sort().map((k) => [k, o[k]]);
+  const sorted = (o: Record<string, unknown>) =>
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k]]);
   return sha1Hex(
     JSON.stringify([
-      item.code, item.skuCode, item.name, item.barcode, item.unit,
-      item.product.id, item.product.name, item.product.brand,
-      sorted(item.options), item.totalQuantity, sorted(item.locationQuantities),
+      item.code,
+      item.skuCode,
+      item.name,
+      item.barcode,
+      item.unit,
+      item.product.id,
+      item.product.name,
+      item.product.brand,
+      sorted(item.options),
+      item.totalQuantity,
+      sorted(item.locationQuantities),
     ]),
   );
 }
@@ -56,9 +65,18 @@ function listFingerprint(item: ListItem): string {
 /** The columns of a skus row, from a list item or a detail's sku (with the total quantity the response gives). */
 export function skuParams(s: DetailResponse["sku"], totalQuantity: number, now: string) {
   return {
-    id: s.id, code: s.code, skuCode: s.skuCode, name: s.name, barcode: s.barcode, unit: s.unit,
-    productId: s.product.id, productName: s.product.name, productBrand: s.product.brand,
-    options: JSON.stringify(s.options), totalQuantity, now,
+    id: s.id,
+    code: s.code,
+    skuCode: s.skuCode,
+    name: s.name,
+    barcode: s.barcode,
+    unit: s.unit,
+    productId: s.product.id,
+    productName: s.product.name,
+    productBrand: s.product.brand,
+    options: JSON.stringify(s.options),
+    totalQuantity,
+    now,
   };
 }
 
@@ -119,10 +137,22 @@ export class ListWriter {
       const now = iso();
       for (const n of nodes) {
         this.s.upsertLocation.run({
-          id: n.id, name: n.name, code: n.code, parentId: n.parentId, parentName: n.parentName, nodeKind: n.nodeKind,
-          depth: n.depth, pathIds: json(n.pathIds), pathNames: json(n.pathNames), displayPath: n.displayPath,
-          isLeaf: bool(n.isLeaf), childCount: n.childCount, selectable: bool(n.selectable), status: n.status,
-          updatedAt: n.updatedAt, now,
+          id: n.id,
+          name: n.name,
+          code: n.code,
+          parentId: n.parentId,
+          parentName: n.parentName,
+          nodeKind: n.nodeKind,
+          depth: n.depth,
+          pathIds: json(n.pathIds),
+          pathNames: json(n.pathNames),
+          displayPath: n.displayPath,
+          isLeaf: bool(n.isLeaf),
+          childCount: n.childCount,
+          selectable: bool(n.selectable),
+          status: n.status,
+          updatedAt: n.updatedAt,
+          now,
         });
       }
       this.s.missLocations.run(now);
@@ -276,27 +306,36 @@ function preparedSnapshot(db: DB) {
  * overall row (root_id NULL) when the response had a summary. Calling it again for the same
  * run replaces that run's snapshot.
  */
-export function saveSnapshot(
-  db: DB,
-  runId: number,
-  roots: ListResponse["locations"],
-  summary: ListResponse["summary"],
-  takenAt: string = new Date().toISOString(),
-): void {
+export function saveSnapshot(db: DB, runId: number, roots: ListResponse["locations"], summary: ListResponse["summary"], takenAt: string = new Date().toISOString()): void {
   const s = preparedSnapshot(db);
   db.transaction(() => {
     s.clear.run(runId);
     for (const r of roots) {
       s.insert.run({
-        runId, takenAt, rootId: r.id, name: r.name, code: r.code, childCount: r.childCount,
+        runId,
+        takenAt,
+        rootId: r.id,
+        name: r.name,
+        code: r.code,
+        childCount: r.childCount,
         leafLocationIds: r.leafLocationIds === null ? null : JSON.stringify(r.leafLocationIds),
-        skuCount: r.skuCount, totalQuantity: r.totalQuantity, average: r.averageQuantityPerSku,
+        skuCount: r.skuCount,
+        totalQuantity: r.totalQuantity,
+        average: r.averageQuantityPerSku,
       });
     }
     if (summary) {
       s.insert.run({
-        runId, takenAt, rootId: null, name: null, code: null, childCount: null, leafLocationIds: null,
-        skuCount: summary.skuCount, totalQuantity: summary.totalQuantity, average: summary.averageQuantityPerSku,
+        runId,
+        takenAt,
+        rootId: null,
+        name: null,
+        code: null,
+        childCount: null,
+        leafLocationIds: null,
+        skuCount: summary.skuCount,
+        totalQuantity: summary.totalQuantity,
+        average: summary.averageQuantityPerSku,
       });
     }
   })();

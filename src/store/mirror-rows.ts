@@ -78,16 +78,15 @@ export function latestRun(dbPath: string): { id: number; walkId: number } {
 
 /** SKUs holding at least one leaf whose freshness is not clean. */
 export function skusNotClean(dbPath: string): Set<string> {
-  return withReadOnly(dbPath, (db) =>
-    new Set((db.prepare("SELECT DISTINCT sku_id FROM sku_location_quantities WHERE freshness_status IS NOT 'clean'").all() as Array<{ sku_id: string }>).map((r) => r.sku_id)),
+  return withReadOnly(
+    dbPath,
+    (db) => new Set((db.prepare("SELECT DISTINCT sku_id FROM sku_location_quantities WHERE freshness_status IS NOT 'clean'").all() as Array<{ sku_id: string }>).map((r) => r.sku_id)),
   );
 }
 
 /** SKUs whose detail was fetched in the given list walk. */
 export function skusFetchedInWalk(dbPath: string, walkId: number): string[] {
-  return withReadOnly(dbPath, (db) =>
-    (db.prepare("SELECT sku_id FROM sku_sync WHERE fetched_walk_id = ?").all(walkId) as Array<{ sku_id: string }>).map((r) => r.sku_id),
-  );
+  return withReadOnly(dbPath, (db) => (db.prepare("SELECT sku_id FROM sku_sync WHERE fetched_walk_id = ?").all(walkId) as Array<{ sku_id: string }>).map((r) => r.sku_id));
 }
 
 /** Rows of each SKU's history. */

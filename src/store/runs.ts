@@ -106,8 +106,7 @@ export function peekDatabase(path: string, now = Date.now()): { workspace: { id:
 
 export function databaseBelongsToAnother(db: { id: string; name: string }, api: { id: string; name: string }): WorkspaceMismatchError {
   return new WorkspaceMismatchError(
-    `this database belongs to workspace ${db.id} ("${db.name}"), but the key is connected to workspace ${api.id} ("${api.name}"). ` +
-      `Use another --db for that workspace; nothing was written.`,
+    `this database belongs to workspace ${db.id} ("${db.name}"), but the key is connected to workspace ${api.id} ("${api.name}"). ` + `Use another --db for that workspace; nothing was written.`,
   );
 }
 
@@ -251,8 +250,16 @@ export class RunWriter {
 
   journal(runId: number, e: JournalEntry): void {
     this.s.journal.run(
-      runId, e.at ?? iso(), e.kind, e.endpoint ?? null, e.status ?? null, e.retryAfter ?? null,
-      e.waitMs == null ? null : Math.round(e.waitMs), e.skuId ?? null, e.locationId ?? null, e.message == null ? null : redactSecrets(e.message),
+      runId,
+      e.at ?? iso(),
+      e.kind,
+      e.endpoint ?? null,
+      e.status ?? null,
+      e.retryAfter ?? null,
+      e.waitMs == null ? null : Math.round(e.waitMs),
+      e.skuId ?? null,
+      e.locationId ?? null,
+      e.message == null ? null : redactSecrets(e.message),
     );
   }
 }

@@ -22,7 +22,10 @@ export function dumpSchema(db: DB): string {
     .all() as Array<{ type: string; name: string; sql: string }>;
   const virtual = rows.filter((r) => /^CREATE VIRTUAL TABLE/i.test(r.sql)).map((r) => r.name);
   const isShadow = (name: string) => virtual.some((v) => name.startsWith(`${v}_`));
-  const body = rows.filter((r) => !isShadow(r.name)).map((r) => `${r.sql};`).join("\n\n");
+  const body = rows
+    .filter((r) => !isShadow(r.name))
+    .map((r) => `${r.sql};`)
+    .join("\n\n");
   return `${SCHEMA_HEADER}${version}.\n\n${body}\n\nPRAGMA user_version = ${version};\n`;
 }
 

@@ -20,8 +20,20 @@ const iso = () => new Date().toISOString();
 export function historyRowKey(r: HistoryRow): string {
   return sha1Hex(
     JSON.stringify([
-      r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
-      r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note,
+      r.kind,
+      r.occurredAt,
+      r.direction,
+      r.quantity,
+      r.locationId,
+      r.locationName,
+      r.locationCode,
+      r.eventId,
+      r.eventTypeCode,
+      r.eventTypeName,
+      r.setSessionId,
+      r.setTypeCode,
+      r.observedQuantity,
+      r.note,
     ]),
   );
 }
@@ -156,16 +168,23 @@ export class SkuWriter {
 
   /** The detail's leaves replace the stored ones; returns those whose freshness is not clean. */
   private saveLeaves(skuId: string, detail: DetailResponse, now: string): DetailResponse["locations"] {
-    const before = new Map(
-      (this.s.getLocQty.all(skuId) as Array<{ location_id: string; not_clean_since: string | null }>).map((r) => [r.location_id, r.not_clean_since]),
-    );
+    const before = new Map((this.s.getLocQty.all(skuId) as Array<{ location_id: string; not_clean_since: string | null }>).map((r) => [r.location_id, r.not_clean_since]));
     const notClean: DetailResponse["locations"] = [];
     for (const loc of detail.locations) {
       const dirty = scanNotReflected(loc.freshness.status);
       if (dirty) notClean.push(loc);
       this.s.upsertLocQty.run(
-        skuId, loc.id, loc.quantity, loc.freshness.status, loc.freshness.lastReplayedAt, loc.freshness.lastSourceKind,
-        loc.name, loc.code, loc.parentId, now, dirty ? (before.get(loc.id) ?? now) : null,
+        skuId,
+        loc.id,
+        loc.quantity,
+        loc.freshness.status,
+        loc.freshness.lastReplayedAt,
+        loc.freshness.lastSourceKind,
+        loc.name,
+        loc.code,
+        loc.parentId,
+        now,
+        dirty ? (before.get(loc.id) ?? now) : null,
       );
       before.delete(loc.id);
     }
@@ -184,8 +203,24 @@ export class SkuWriter {
       const k = copies[i]!;
       keys?.add(copyId(k));
       rowsAdded += this.s.insertHistory.run(
-        skuId, k.rowKey, k.dupIndex, r.kind, r.occurredAt, r.direction, r.quantity, r.locationId, r.locationName, r.locationCode,
-        r.eventId, r.eventTypeCode, r.eventTypeName, r.setSessionId, r.setTypeCode, r.observedQuantity, r.note, run.id,
+        skuId,
+        k.rowKey,
+        k.dupIndex,
+        r.kind,
+        r.occurredAt,
+        r.direction,
+        r.quantity,
+        r.locationId,
+        r.locationName,
+        r.locationCode,
+        r.eventId,
+        r.eventTypeCode,
+        r.eventTypeName,
+        r.setSessionId,
+        r.setTypeCode,
+        r.observedQuantity,
+        r.note,
+        run.id,
       ).changes;
     }
     // A complete walk is the SKU's whole history as the server has it now: a stored row it

@@ -271,9 +271,9 @@ function readQuota(db: DB, now: number): QuotaState {
   const latest = db.prepare("SELECT id, status FROM sync_runs ORDER BY id DESC LIMIT 1").get() as { id: number; status: string } | undefined;
   let lastBackoff: QuotaState["lastBackoff"] = null;
   const b = latest
-    ? (db
-        .prepare("SELECT at, endpoint, status, retry_after, wait_ms, message FROM sync_journal WHERE run_id = ? AND kind = 'backoff' ORDER BY id DESC LIMIT 1")
-        .get(latest.id) as BackoffRow | undefined)
+    ? (db.prepare("SELECT at, endpoint, status, retry_after, wait_ms, message FROM sync_journal WHERE run_id = ? AND kind = 'backoff' ORDER BY id DESC LIMIT 1").get(latest.id) as
+        | BackoffRow
+        | undefined)
     : undefined;
   if (latest && b) {
     const until = b.wait_ms == null ? null : Date.parse(b.at) + b.wait_ms;
@@ -297,19 +297,15 @@ function readQuota(db: DB, now: number): QuotaState {
 
 /** The workspace, the run in progress, the last successes and the last `runs` runs. */
 function readRuns(db: DB, runs: number, now: number): Pick<StatusReport, "workspace" | "running" | "lastSuccess" | "lastFullSuccess" | "runs"> {
-  const workspace = hasTable(db, "workspace")
-    ? ((db.prepare("SELECT id, name, checked_at AS checkedAt FROM workspace LIMIT 1").get() as StatusReport["workspace"] | undefined) ?? null)
-    : null;
+  const workspace = hasTable(db, "workspace") ? ((db.prepare("SELECT id, name, checked_at AS checkedAt FROM workspace LIMIT 1").get() as StatusReport["workspace"] | undefined) ?? null) : null;
   const rows = db.prepare("SELECT * FROM sync_runs ORDER BY id DESC LIMIT ?").all(runs) as RunRow[];
-  const running = db.prepare("SELECT id, mode, started_at AS startedAt, pid FROM sync_runs WHERE status = 'running' ORDER BY id DESC LIMIT 1").get() as
-    | StatusReport["running"]
+  const running = db.prepare("SELECT id, mode, started_at AS startedAt, pid FROM sync_runs WHERE status = 'running' ORDER BY id DESC LIMIT 1").get() as StatusReport["running"] | undefined;
+  const lastSuccess = db.prepare("SELECT id, mode, finished_at AS finishedAt FROM sync_runs WHERE status = 'succeeded' ORDER BY finished_at DESC, id DESC LIMIT 1").get() as
+    | StatusReport["lastSuccess"]
     | undefined;
-  const lastSuccess = db
-    .prepare("SELECT id, mode, finished_at AS finishedAt FROM sync_runs WHERE status = 'succeeded' ORDER BY finished_at DESC, id DESC LIMIT 1")
-    .get() as StatusReport["lastSuccess"] | undefined;
-  const lastFull = db
-    .prepare("SELECT id, finished_at AS finishedAt FROM sync_runs WHERE status = 'succeeded' AND mode = 'full' ORDER BY finished_at DESC, id DESC LIMIT 1")
-    .get() as StatusReport["lastFullSuccess"] | undefined;
+  const lastFull = db.prepare("SELECT id, finished_at AS finishedAt FROM sync_runs WHERE status = 'succeeded' AND mode = 'full' ORDER BY finished_at DESC, id DESC LIMIT 1").get() as
+    | StatusReport["lastFullSuccess"]
+    | undefined;
   return {
     workspace,
     running: running ?? null,

@@ -22,7 +22,7 @@ import { RunWriter, type JournalEntry, type RunCounters, type RunMode, type RunP
 import { SkuWriter, type HistoryCopyKey, type SkuSaved, type StoredReplayRow } from "./sku.js";
 
 export { databaseBelongsToAnother, type JournalEntry, type RunCounters, type RunMode, type RunState, type RunStatus } from "./runs.js";
-export type { PlanDecision, PreviousState } from "./list.js";
+export type { PlanDecision } from "./list.js";
 export { copyId, historyCopies, historyRowKey } from "./sku.js";
 
 export class Store {

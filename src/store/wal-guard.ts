@@ -38,7 +38,7 @@ import Database from "better-sqlite3";
 import { existsSync, statSync } from "node:fs";
 import type { DB } from "./db.js";
 
-export const WAL_GUARD_DEFAULTS = {
+const WAL_GUARD_DEFAULTS = {
   /** 64 MiB: a full sync of 100k SKUs writes a few hundred MB of WAL without a guard. */
   capBytes: 64 * 1024 * 1024,
   intervalMs: 1_000,

@@ -82,7 +82,10 @@ export class TtyProgress implements ProgressSink {
 export class LogProgress implements ProgressSink {
   private readonly t = new Tracker();
   private readonly timer: NodeJS.Timeout;
-  constructor(private readonly logger: Logger, intervalMs: number) {
+  constructor(
+    private readonly logger: Logger,
+    intervalMs: number,
+  ) {
     this.timer = setInterval(() => this.logger.info({ progress: true }, this.t.line()), intervalMs);
     this.timer.unref();
   }

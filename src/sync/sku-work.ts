@@ -45,7 +45,7 @@ export async function runWorker(ctx: RunContext): Promise<void> {
 }
 
 /** Fetch one SKU and save it; never throws: what went wrong is in the result. */
-export async function syncSku(ctx: RunContext, sku: QueuedSku): Promise<SkuResult> {
+async function syncSku(ctx: RunContext, sku: QueuedSku): Promise<SkuResult> {
   try {
     return await fetchAndSave(ctx, sku);
   } catch (err) {
@@ -135,7 +135,7 @@ function recordFailure(ctx: RunContext, skuId: string, err: ApiError): void {
  * of rows sharing the first known row's occurredAt (ties). The overlap catches rows
  * that arrived late with an older occurredAt, down to that depth.
  */
-export function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
+function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
   let firstKnownAt: string | null = null;
   let knownAfter = 0;
   // Copies seen so far per content, so the nth identical row is known only if n copies are stored (historyCopies).

@@ -210,12 +210,7 @@ function quotaWallToHonour(wall: number | null, opts: SyncOptions, journal: RunJ
 }
 
 /** Who is this key for? Nothing is written before this and the database check pass. */
-async function identifyWorkspace(
-  client: ApiClient,
-  config: ResolvedConfig,
-  peek: ReturnType<typeof peekDatabase>,
-  signal: AbortSignal,
-): Promise<WorkspaceResponse> {
+async function identifyWorkspace(client: ApiClient, config: ResolvedConfig, peek: ReturnType<typeof peekDatabase>, signal: AbortSignal): Promise<WorkspaceResponse> {
   const ws = await client.workspace(signal);
   checkExpectedWorkspace(ws, config);
   if (peek?.workspace && peek.workspace.id !== ws.workspace.id) throw databaseBelongsToAnother(peek.workspace, ws.workspace);
@@ -223,18 +218,12 @@ async function identifyWorkspace(
 }
 
 function logRunStart({ mode, logger }: SyncOptions, run: RunState): void {
-  if (run.mode !== mode) logger.info({ runId: run.id, resumedFrom: run.resumedFrom }, `an unfinished ${run.mode} walk (run ${run.resumedFrom}) is resumed first: this run finishes it as a ${run.mode} run`);
+  if (run.mode !== mode)
+    logger.info({ runId: run.id, resumedFrom: run.resumedFrom }, `an unfinished ${run.mode} walk (run ${run.resumedFrom}) is resumed first: this run finishes it as a ${run.mode} run`);
   logger.info({ runId: run.id, mode: run.mode, walkId: run.walkId, resumedFrom: run.resumedFrom }, run.resumedFrom ? "resuming an unfinished walk" : "sync started");
 }
 
-function createRunContext(p: {
-  opts: SyncOptions;
-  run: RunState;
-  store: Store;
-  api: ReturnType<typeof createApi>;
-  workspace: { id: string; name: string };
-  stop: RunStop;
-}): RunContext {
+function createRunContext(p: { opts: SyncOptions; run: RunState; store: Store; api: ReturnType<typeof createApi>; workspace: { id: string; name: string }; stop: RunStop }): RunContext {
   const incremental = p.run.mode === "incremental";
   return {
     run: p.run,

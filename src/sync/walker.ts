@@ -20,12 +20,12 @@ export interface ListPage {
 }
 
 /** How many times a walk may restart from page one after a rejected cursor before giving up. */
-export const MAX_WALK_RESTARTS = 3;
+const MAX_WALK_RESTARTS = 3;
 /** Pages a list walk may take when no page says how many SKUs there are: a million SKUs at 100 per page. */
 const UNCOUNTED_LIST_PAGES = 10_000;
 
 /** A 400/404/410/422 on a request that carried a cursor: the server no longer accepts it (expired, or state moved). */
-export function isRejectedCursor(err: unknown, hadCursor: boolean): boolean {
+function isRejectedCursor(err: unknown, hadCursor: boolean): boolean {
   return hadCursor && err instanceof ApiError && err.kind === "http" && [400, 404, 410, 422].includes(err.status ?? 0);
 }
 
@@ -86,12 +86,7 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
  * Every page of one SKU's history, newest first. A rejected cursor throws HistoryRestart;
  * a repeated cursor is a paging loop.
  */
-export async function* walkHistory(
-  client: ApiClient,
-  skuId: string,
-  opts: { limit: number },
-  signal: AbortSignal,
-): AsyncGenerator<HistoryRow[]> {
+async function* walkHistory(client: ApiClient, skuId: string, opts: { limit: number }, signal: AbortSignal): AsyncGenerator<HistoryRow[]> {
   let cursor: string | null = null;
   const seen = new Set<string>();
   let rows = 0;
@@ -126,7 +121,7 @@ export async function* walkHistory(
 }
 
 /** Thrown by walkHistory when a cursor was rejected: the caller starts the SKU's history again. */
-export class HistoryRestart extends Error {
+class HistoryRestart extends Error {
   override name = "HistoryRestart";
 }
 

@@ -64,7 +64,10 @@ const run = (id: string, params: Record<string, unknown>) => db.prepare(document
 const current = () => truth.skus.map((s) => s.item.id);
 const leafRows = (skuId: string) =>
   (T.skus.get(skuId)!.detail.locations ?? []).map((l) => ({
-    id: l.id, quantity: l.quantity, status: (l.freshness?.status ?? null) as string | null, replayedAt: l.freshness?.lastReplayedAt ?? null,
+    id: l.id,
+    quantity: l.quantity,
+    status: (l.freshness?.status ?? null) as string | null,
+    replayedAt: l.freshness?.lastReplayedAt ?? null,
   }));
 const item = (skuId: string) => T.skus.get(skuId)!.item;
 const roots = () => truth.locations.filter((l) => l.depth === 0);
@@ -91,16 +94,30 @@ function aggregate(skuId: string, nodeOf: (leafId: string) => string | null) {
 const CHECKS: Record<string, () => void> = {
   "sku-by-leaf": () => {
     for (const id of current()) {
-      const want = sortBy(leafRows(id), (l) => T.locations.get(l.id)?.displayPath, (l) => l.id).map((l) => ({
-        location_id: l.id, display_path: T.locations.get(l.id)!.displayPath, quantity: l.quantity, freshness_status: l.status, scan_not_reflected: notClean(l.status),
+      const want = sortBy(
+        leafRows(id),
+        (l) => T.locations.get(l.id)?.displayPath,
+        (l) => l.id,
+      ).map((l) => ({
+        location_id: l.id,
+        display_path: T.locations.get(l.id)!.displayPath,
+        quantity: l.quantity,
+        freshness_status: l.status,
+        scan_not_reflected: notClean(l.status),
       }));
       expect(run("sku-by-leaf", { sku_id: id }), id).toEqual(want);
     }
   },
   "sku-by-root": () => {
     for (const id of current()) {
-      const want = sortBy([...aggregate(id, T.rootOf)], ([r]) => T.locations.get(r)!.name, ([r]) => r).map(([r, a]) => ({
-        root_id: r, root_name: T.locations.get(r)!.name, ...a,
+      const want = sortBy(
+        [...aggregate(id, T.rootOf)],
+        ([r]) => T.locations.get(r)!.name,
+        ([r]) => r,
+      ).map(([r, a]) => ({
+        root_id: r,
+        root_name: T.locations.get(r)!.name,
+        ...a,
       }));
       // The list's per-root quantities say the same.
       for (const w of want) expect(w.quantity).toBe(item(id).locationQuantities![w.root_id]);
@@ -109,8 +126,14 @@ const CHECKS: Record<string, () => void> = {
   },
   "sku-by-section": () => {
     for (const id of current()) {
-      const want = sortBy([...aggregate(id, T.sectionOf)], ([s]) => T.locations.get(s)!.displayPath, ([s]) => s).map(([s, a]) => ({
-        section_id: s, section_display_path: T.locations.get(s)!.displayPath, ...a,
+      const want = sortBy(
+        [...aggregate(id, T.sectionOf)],
+        ([s]) => T.locations.get(s)!.displayPath,
+        ([s]) => s,
+      ).map(([s, a]) => ({
+        section_id: s,
+        section_display_path: T.locations.get(s)!.displayPath,
+        ...a,
       }));
       expect(run("sku-by-section", { sku_id: id }), id).toEqual(want);
     }
@@ -118,21 +141,53 @@ const CHECKS: Record<string, () => void> = {
   "leaf-contents": () => {
     for (const leaf of activeLeaves()) {
       const want = current().flatMap((id) =>
-        leafRows(id).filter((l) => l.id === leaf.id && l.quantity !== 0).map((l) => ({
-          sku_id: id, sku_code: item(id).code, sku_name: item(id).name, quantity: l.quantity, freshness_status: l.status,
-        })),
+        leafRows(id)
+          .filter((l) => l.id === leaf.id && l.quantity !== 0)
+          .map((l) => ({
+            sku_id: id,
+            sku_code: item(id).code,
+            sku_name: item(id).name,
+            quantity: l.quantity,
+            freshness_status: l.status,
+          })),
       );
-      expect(run("leaf-contents", { location_id: leaf.id }), leaf.id).toEqual(sortBy(want, (r) => r.sku_code, (r) => r.sku_id));
+      expect(run("leaf-contents", { location_id: leaf.id }), leaf.id).toEqual(
+        sortBy(
+          want,
+          (r) => r.sku_code,
+          (r) => r.sku_id,
+        ),
+      );
     }
   },
-  "root-contents": () => contents("root-contents", "root_id", roots().map((r) => r.id), T.rootOf),
-  "section-contents": () => contents("section-contents", "section_id", sections().map((s) => s.id), T.sectionOf),
+  "root-contents": () =>
+    contents(
+      "root-contents",
+      "root_id",
+      roots().map((r) => r.id),
+      T.rootOf,
+    ),
+  "section-contents": () =>
+    contents(
+      "section-contents",
+      "section_id",
+      sections().map((s) => s.id),
+      T.sectionOf,
+    ),
   "root-totals": () => {
     const want = roots().map((r) => {
-      const per = current().map((id) => aggregate(id, T.rootOf).get(r.id)).filter((a) => a !== undefined);
+      const per = current()
+        .map((id) => aggregate(id, T.rootOf).get(r.id))
+        .filter((a) => a !== undefined);
       return { root_id: r.id, root_name: r.name, quantity: per.reduce((n, a) => n + a.quantity, 0), skus: per.length };
     });
-    expect(run("root-totals", {})).toEqual(sortBy(want, (r) => r.root_name, (r) => r.root_id));
+    expect(run("root-totals", {})).toEqual(
+      sortBy(
+        want,
+        (r) => r.root_name,
+        (r) => r.root_id,
+      ),
+    );
     // And so does the list's root summary of the last run.
     for (const s of snapshots.at(-1)!.page.locations) {
       expect(want.find((w) => w.root_id === s.id)).toMatchObject({ quantity: s.totalQuantity, skus: s.skuCount });
@@ -141,20 +196,37 @@ const CHECKS: Record<string, () => void> = {
   "not-reflected": () => {
     const got = run("not-reflected", {});
     const want = current().flatMap((id) =>
-      leafRows(id).filter((l) => l.status !== "clean").map((l) => ({
-        sku_id: id, sku_code: item(id).code, location_id: l.id, display_path: T.locations.get(l.id)!.displayPath, quantity: l.quantity,
-        freshness_status: l.status, last_replayed_at: l.replayedAt,
-        rows_after_replay: (rows.get(id)!.get(l.id) ?? []).filter((r) => l.replayedAt === null || r.t > Date.parse(l.replayedAt)).length,
-      })),
+      leafRows(id)
+        .filter((l) => l.status !== "clean")
+        .map((l) => ({
+          sku_id: id,
+          sku_code: item(id).code,
+          location_id: l.id,
+          display_path: T.locations.get(l.id)!.displayPath,
+          quantity: l.quantity,
+          freshness_status: l.status,
+          last_replayed_at: l.replayedAt,
+          rows_after_replay: (rows.get(id)!.get(l.id) ?? []).filter((r) => l.replayedAt === null || r.t > Date.parse(l.replayedAt)).length,
+        })),
     );
     expect(want.length).toBeGreaterThan(3);
     const key = (r: Row) => `${r.sku_id} ${r.location_id}`;
-    expect(sortBy(got.map(({ not_clean_since: _a, seconds_not_clean: _b, ...r }) => r), key)).toEqual(sortBy(want, key));
+    expect(
+      sortBy(
+        got.map(({ not_clean_since: _a, seconds_not_clean: _b, ...r }) => r),
+        key,
+      ),
+    ).toEqual(sortBy(want, key));
     for (const r of got) {
-      expect(r.not_clean_since as string >= startedAt && (r.not_clean_since as string) <= new Date().toISOString()).toBe(true);
+      expect((r.not_clean_since as string) >= startedAt && (r.not_clean_since as string) <= new Date().toISOString()).toBe(true);
       expect(r.seconds_not_clean).toBeGreaterThanOrEqual(0);
     }
-    expect(got.map((r) => r.not_clean_since as string)).toEqual(got.map((r) => r.not_clean_since as string).slice().sort());
+    expect(got.map((r) => r.not_clean_since as string)).toEqual(
+      got
+        .map((r) => r.not_clean_since as string)
+        .slice()
+        .sort(),
+    );
     // rows_after_replay is the simulator's own count of unreflected rows (where no row shares the last replay's instant).
     let compared = 0;
     for (const w of want) {
@@ -167,17 +239,25 @@ const CHECKS: Record<string, () => void> = {
   },
   "sku-timeline": () => {
     for (const id of current()) {
-      const want = [...rows.get(id)!.entries()].sort(([a], [b]) => (a < b ? -1 : 1)).flatMap(([leafId, list]) => {
-        let balance = 0;
-        return list.map((r, i) => {
-          const before = balance;
-          balance = r.kind === "set" ? r.amount : balance + r.delta;
-          return {
-            location_id: leafId, seq: i + 1, occurred_at: r.occurredAt, kind: r.kind, delta: r.delta,
-            observed_quantity: r.kind === "set" ? r.amount : null, balance_before: before, running_balance: balance,
-          };
+      const want = [...rows.get(id)!.entries()]
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .flatMap(([leafId, list]) => {
+          let balance = 0;
+          return list.map((r, i) => {
+            const before = balance;
+            balance = r.kind === "set" ? r.amount : balance + r.delta;
+            return {
+              location_id: leafId,
+              seq: i + 1,
+              occurred_at: r.occurredAt,
+              kind: r.kind,
+              delta: r.delta,
+              observed_quantity: r.kind === "set" ? r.amount : null,
+              balance_before: before,
+              running_balance: balance,
+            };
+          });
         });
-      });
       expect(run("sku-timeline", { sku_id: id }), id).toEqual(want);
       // The latest running balance is the simulator's true balance at every leaf.
       for (const [leafId] of rows.get(id)!) {
@@ -189,12 +269,8 @@ const CHECKS: Record<string, () => void> = {
   "sku-stock-as-of": () => {
     for (const at of moments) {
       for (const id of current()) {
-        const want = [...rows.get(id)!.entries()]
-          .map(([leafId, list]) => ({ location_id: leafId, quantity: balanceAt(list, at) }))
-          .filter((r) => r.quantity !== 0);
-        expect(run("sku-stock-as-of", { sku_id: id, at: new Date(at).toISOString() }), `${id} at ${new Date(at).toISOString()}`).toEqual(
-          sortBy(want, (r) => r.location_id),
-        );
+        const want = [...rows.get(id)!.entries()].map(([leafId, list]) => ({ location_id: leafId, quantity: balanceAt(list, at) })).filter((r) => r.quantity !== 0);
+        expect(run("sku-stock-as-of", { sku_id: id, at: new Date(at).toISOString() }), `${id} at ${new Date(at).toISOString()}`).toEqual(sortBy(want, (r) => r.location_id));
       }
     }
   },
@@ -234,7 +310,12 @@ const CHECKS: Record<string, () => void> = {
         .map((i) => i.id)
         .sort();
       expect(want.length, term).toBeGreaterThan(0);
-      expect(run("search", { text: term }).map((r) => r.id as string).sort(), term).toEqual(want);
+      expect(
+        run("search", { text: term })
+          .map((r) => r.id as string)
+          .sort(),
+        term,
+      ).toEqual(want);
     }
     // A removed SKU stays in the table (deleted_at set) but is not found.
     const removed = db.prepare("SELECT code FROM skus WHERE deleted_at IS NOT NULL LIMIT 1").get() as { code: string } | undefined;
@@ -255,12 +336,21 @@ const CHECKS: Record<string, () => void> = {
       .map((id) => {
         const moves = [...rows.get(id)!.values()].flat().filter((r) => r.kind === "movement" && r.t >= from && r.t < to);
         return {
-          sku_id: id, sku_code: item(id).code, sku_name: item(id).name, movements: moves.length,
-          units_moved: moves.reduce((n, r) => n + r.amount, 0), net_change: moves.reduce((n, r) => n + r.delta, 0),
+          sku_id: id,
+          sku_code: item(id).code,
+          sku_name: item(id).name,
+          movements: moves.length,
+          units_moved: moves.reduce((n, r) => n + r.amount, 0),
+          net_change: moves.reduce((n, r) => n + r.delta, 0),
         };
       })
       .filter((r) => r.movements > 0);
-    const want = sortBy(per, (r) => -r.units_moved, (r) => r.sku_code, (r) => r.sku_id).slice(0, 10);
+    const want = sortBy(
+      per,
+      (r) => -r.units_moved,
+      (r) => r.sku_code,
+      (r) => r.sku_id,
+    ).slice(0, 10);
     expect(want).toHaveLength(10);
     expect(run("top-movers", { from: new Date(from).toISOString(), to: new Date(to).toISOString() })).toEqual(want);
   },
@@ -273,7 +363,14 @@ function contents(id: string, param: string, nodes: string[], nodeOf: (leafId: s
       .filter((x) => x.a !== undefined && x.a.quantity !== 0)
       .map(({ sku, a }) => ({ sku_id: sku, sku_code: item(sku).code, sku_name: item(sku).name, quantity: a!.quantity, leaves_not_reflected: a!.leaves_not_reflected }));
     expect(want.length).toBeGreaterThan(0);
-    expect(run(id, { [param]: node }), node).toEqual(sortBy(want, (r) => -r.quantity, (r) => r.sku_code, (r) => r.sku_id));
+    expect(run(id, { [param]: node }), node).toEqual(
+      sortBy(
+        want,
+        (r) => -r.quantity,
+        (r) => r.sku_code,
+        (r) => r.sku_id,
+      ),
+    );
   }
 }
 
@@ -302,21 +399,36 @@ describe("the mirror as BI tools read it", () => {
     const got = db.prepare("SELECT * FROM stock_by_location").all() as Row[];
     const want = current().flatMap((id) =>
       leafRows(id).map((l) => ({
-        sku_id: id, location_id: l.id, display_path: T.locations.get(l.id)!.displayPath, quantity: l.quantity, freshness_status: l.status,
-        scan_not_reflected: notClean(l.status), sku_code: item(id).code, sku_name: item(id).name, location_name: T.locations.get(l.id)!.name,
-        location_code: T.locations.get(l.id)!.code, root_id: T.rootOf(l.id), section_id: T.sectionOf(l.id),
+        sku_id: id,
+        location_id: l.id,
+        display_path: T.locations.get(l.id)!.displayPath,
+        quantity: l.quantity,
+        freshness_status: l.status,
+        scan_not_reflected: notClean(l.status),
+        sku_code: item(id).code,
+        sku_name: item(id).name,
+        location_name: T.locations.get(l.id)!.name,
+        location_code: T.locations.get(l.id)!.code,
+        root_id: T.rootOf(l.id),
+        section_id: T.sectionOf(l.id),
       })),
     );
     const key = (r: Row) => `${r.sku_id} ${r.location_id}`;
-    expect(sortBy(got.map(({ fetched_at: _f, ...r }) => r), key)).toEqual(sortBy(want, key));
+    expect(
+      sortBy(
+        got.map(({ fetched_at: _f, ...r }) => r),
+        key,
+      ),
+    ).toEqual(sortBy(want, key));
   });
 
   it("views stock_by_root and stock_by_section: whole tables, from leaf rows only", () => {
-    for (const [view, nodeOf, idCol] of [["stock_by_root", T.rootOf, "root_id"], ["stock_by_section", T.sectionOf, "section_id"]] as const) {
+    for (const [view, nodeOf, idCol] of [
+      ["stock_by_root", T.rootOf, "root_id"],
+      ["stock_by_section", T.sectionOf, "section_id"],
+    ] as const) {
       const got = db.prepare(`SELECT sku_id, ${idCol} AS node, quantity, leaf_count, leaves_not_reflected, sku_code, unit FROM ${view}`).all() as Row[];
-      const want = current().flatMap((id) =>
-        [...aggregate(id, nodeOf)].map(([node, a]) => ({ sku_id: id, node, ...a, sku_code: item(id).code, unit: item(id).unit })),
-      );
+      const want = current().flatMap((id) => [...aggregate(id, nodeOf)].map(([node, a]) => ({ sku_id: id, node, ...a, sku_code: item(id).code, unit: item(id).unit })));
       const key = (r: Row) => `${r.sku_id} ${r.node}`;
       expect(sortBy(got, key), view).toEqual(sortBy(want, key));
     }
@@ -334,9 +446,11 @@ describe("the mirror as BI tools read it", () => {
       expect(r.running_balance).toBe(r.observed_quantity);
       expect(r.delta).toBe((r.observed_quantity as number) - (r.balance_before as number));
     }
-    const latest = db.prepare(`SELECT t.sku_id, t.location_id, t.running_balance, q.quantity, q.freshness_status FROM history_timeline t
+    const latest = db
+      .prepare(`SELECT t.sku_id, t.location_id, t.running_balance, q.quantity, q.freshness_status FROM history_timeline t
       JOIN sku_location_quantities q ON q.sku_id = t.sku_id AND q.location_id = t.location_id JOIN skus s ON s.id = t.sku_id AND s.deleted_at IS NULL
-      WHERE t.is_latest`).all() as Row[];
+      WHERE t.is_latest`)
+      .all() as Row[];
     expect(latest.length).toBeGreaterThan(300);
     for (const r of latest) if (r.freshness_status === "clean") expect(r.running_balance, `${r.sku_id} ${r.location_id}`).toBe(r.quantity);
   });
@@ -346,11 +460,27 @@ describe("the mirror as BI tools read it", () => {
       const got = db.prepare("SELECT * FROM inventory_snapshots WHERE run_id = ? ORDER BY root_id IS NULL, root_id").all(s.runId) as Row[];
       const want = [
         ...sortBy(s.page.locations, (l) => l.id).map((l) => ({
-          run_id: s.runId, root_id: l.id, name: l.name, code: l.code, child_count: l.childCount, leaf_location_ids: JSON.stringify(l.leafLocationIds),
-          sku_count: l.skuCount, total_quantity: l.totalQuantity, average_quantity_per_sku: l.averageQuantityPerSku,
+          run_id: s.runId,
+          root_id: l.id,
+          name: l.name,
+          code: l.code,
+          child_count: l.childCount,
+          leaf_location_ids: JSON.stringify(l.leafLocationIds),
+          sku_count: l.skuCount,
+          total_quantity: l.totalQuantity,
+          average_quantity_per_sku: l.averageQuantityPerSku,
         })),
-        { run_id: s.runId, root_id: null, name: null, code: null, child_count: null, leaf_location_ids: null, sku_count: s.page.summary!.skuCount,
-          total_quantity: s.page.summary!.totalQuantity, average_quantity_per_sku: s.page.summary!.averageQuantityPerSku },
+        {
+          run_id: s.runId,
+          root_id: null,
+          name: null,
+          code: null,
+          child_count: null,
+          leaf_location_ids: null,
+          sku_count: s.page.summary!.skuCount,
+          total_quantity: s.page.summary!.totalQuantity,
+          average_quantity_per_sku: s.page.summary!.averageQuantityPerSku,
+        },
       ];
       expect(got.map(({ taken_at: _t, ...r }) => r)).toEqual(want);
     }
@@ -358,7 +488,11 @@ describe("the mirror as BI tools read it", () => {
 
   it("table location_ancestors: the tree from pathIds", () => {
     const got = db.prepare("SELECT location_id, ancestor_id, ancestor_depth FROM location_ancestors ORDER BY location_id, ancestor_depth").all();
-    const want = sortBy(truth.locations.flatMap((l) => l.pathIds!.map((a, i) => ({ location_id: l.id, ancestor_id: a, ancestor_depth: i }))), (r) => r.location_id, (r) => r.ancestor_depth);
+    const want = sortBy(
+      truth.locations.flatMap((l) => l.pathIds!.map((a, i) => ({ location_id: l.id, ancestor_id: a, ancestor_depth: i }))),
+      (r) => r.location_id,
+      (r) => r.ancestor_depth,
+    );
     expect(got).toEqual(want);
   });
 
@@ -367,12 +501,16 @@ describe("the mirror as BI tools read it", () => {
       const r = await runCli(["stock", "--at", new Date(at).toISOString(), "--json"], { env: { INVENTORY_DB: dbPath } });
       expect(r.code, r.stderr).toBe(0);
       const got = JSON.parse(r.stdout) as StockAtResult;
-      const want = current().flatMap((id) =>
-        [...rows.get(id)!.entries()].map(([leafId, list]) => ({ skuId: id, locationId: leafId, quantity: balanceAt(list, at) })).filter((x) => x.quantity !== 0),
-      );
+      const want = current().flatMap((id) => [...rows.get(id)!.entries()].map(([leafId, list]) => ({ skuId: id, locationId: leafId, quantity: balanceAt(list, at) })).filter((x) => x.quantity !== 0));
       const key = (x: { skuId: string; locationId: string }) => `${x.skuId} ${x.locationId}`;
       expect(want.length).toBeGreaterThan(100);
-      expect(sortBy(got.leaves.map((l) => ({ skuId: l.skuId, locationId: l.locationId, quantity: l.quantity })), key), new Date(at).toISOString()).toEqual(sortBy(want, key));
+      expect(
+        sortBy(
+          got.leaves.map((l) => ({ skuId: l.skuId, locationId: l.locationId, quantity: l.quantity })),
+          key,
+        ),
+        new Date(at).toISOString(),
+      ).toEqual(sortBy(want, key));
       expect(got.total).toBe(want.reduce((n, x) => n + x.quantity, 0));
       expect(got.at).toBe(new Date(at).toISOString());
     }
@@ -390,7 +528,12 @@ describe("the mirror as BI tools read it", () => {
         .map((id) => ({ skuId: id, quantity: [...rows.get(id)!.entries()].filter(([leafId]) => under(leafId)).reduce((n, [, list]) => n + balanceAt(list, at), 0) }))
         .filter((x) => x.quantity !== 0);
       expect(want.length).toBeGreaterThan(0);
-      expect(sortBy(got.skus.map((s) => ({ skuId: s.skuId, quantity: s.quantity })), (s) => s.skuId)).toEqual(sortBy(want, (s) => s.skuId));
+      expect(
+        sortBy(
+          got.skus.map((s) => ({ skuId: s.skuId, quantity: s.quantity })),
+          (s) => s.skuId,
+        ),
+      ).toEqual(sortBy(want, (s) => s.skuId));
       expect(got.location?.id).toBe(node);
     }
     const dirty = current().find((id) => leafRows(id).some((l) => l.status !== "clean"))!;
@@ -420,11 +563,18 @@ describe("the mirror as BI tools read it", () => {
     expect(report.unexplained).toBe(0);
     expect(report.advisories).toEqual([]);
     const lagging = current().flatMap((id) =>
-      leafRows(id).filter((l) => l.quantity !== sim.model.balance(id, l.id)).map((l) => ({ skuId: id, locationId: l.id, expected: sim.model.balance(id, l.id), found: l.quantity })),
+      leafRows(id)
+        .filter((l) => l.quantity !== sim.model.balance(id, l.id))
+        .map((l) => ({ skuId: id, locationId: l.id, expected: sim.model.balance(id, l.id), found: l.quantity })),
     );
     expect(lagging.length).toBeGreaterThan(0);
     const key = (x: { skuId: string; locationId: string | null }) => `${x.skuId} ${x.locationId}`;
-    expect(sortBy(report.mismatches.map((m) => ({ skuId: m.skuId, locationId: m.locationId, expected: m.expected, found: m.found })), key)).toEqual(sortBy(lagging, key));
+    expect(
+      sortBy(
+        report.mismatches.map((m) => ({ skuId: m.skuId, locationId: m.locationId, expected: m.expected, found: m.found })),
+        key,
+      ),
+    ).toEqual(sortBy(lagging, key));
     for (const m of report.mismatches) expect(m).toMatchObject({ check: "leaf_history", explainedByFreshness: true, explained: true });
     expect(report.counts.skus).toBe(truth.skus.length);
   });
@@ -432,7 +582,11 @@ describe("the mirror as BI tools read it", () => {
   it("a deliberately corrupted leaf quantity: reconcile exits 1 and reports exactly that row (text and JSON)", async () => {
     const copy = join(dir, "corrupt-leaf.db");
     await db.backup(copy);
-    const victim = current().flatMap((id) => leafRows(id).filter((l) => l.status === "clean" && l.quantity > 0).map((l) => ({ id, l })))[17]!;
+    const victim = current().flatMap((id) =>
+      leafRows(id)
+        .filter((l) => l.status === "clean" && l.quantity > 0)
+        .map((l) => ({ id, l })),
+    )[17]!;
     const w = new Database(copy);
     expect(w.prepare("UPDATE sku_location_quantities SET quantity = quantity + 7 WHERE sku_id = ? AND location_id = ?").run(victim.id, victim.l.id).changes).toBe(1);
     w.close();
@@ -442,8 +596,15 @@ describe("the mirror as BI tools read it", () => {
     const unexplained = report.mismatches.filter((m) => !m.explained);
     expect(unexplained).toEqual([
       expect.objectContaining({
-        check: "leaf_history", skuId: victim.id, locationId: victim.l.id, expected: victim.l.quantity, found: victim.l.quantity + 7, difference: 7,
-        explainedByFreshness: false, alsoDisagrees: ["root_sum", "sku_total"], freshnessStatus: "clean",
+        check: "leaf_history",
+        skuId: victim.id,
+        locationId: victim.l.id,
+        expected: victim.l.quantity,
+        found: victim.l.quantity + 7,
+        difference: 7,
+        explainedByFreshness: false,
+        alsoDisagrees: ["root_sum", "sku_total"],
+        freshnessStatus: "clean",
       }),
     ]);
     expect(report.advisories).toEqual([]);
@@ -451,7 +612,9 @@ describe("the mirror as BI tools read it", () => {
     const text = await runCli(["reconcile"], { env: { INVENTORY_DB: copy } });
     expect(text.code).toBe(1);
     expect(text.stdout).toContain("1 mismatch(es):");
-    expect(text.stdout).toContain(`(${victim.id}) at ${T.locations.get(victim.l.id)!.displayPath} (${victim.l.id}): history replay says ${victim.l.quantity}, mirrored quantity is ${victim.l.quantity + 7}`);
+    expect(text.stdout).toContain(
+      `(${victim.id}) at ${T.locations.get(victim.l.id)!.displayPath} (${victim.l.id}): history replay says ${victim.l.quantity}, mirrored quantity is ${victim.l.quantity + 7}`,
+    );
     expect(text.stdout).toContain("result: 1 unexplained mismatch(es)");
   });
 
@@ -460,10 +623,12 @@ describe("the mirror as BI tools read it", () => {
     await db.backup(copy);
     const w = new Database(copy);
     // The newest row of a clean leaf, a movement (so no later SET hides the change).
-    const target = w.prepare(`SELECT t.sku_id, t.location_id, t.history_rowid, t.delta, q.quantity FROM history_timeline t
+    const target = w
+      .prepare(`SELECT t.sku_id, t.location_id, t.history_rowid, t.delta, q.quantity FROM history_timeline t
       JOIN sku_location_quantities q ON q.sku_id = t.sku_id AND q.location_id = t.location_id AND q.freshness_status = 'clean'
       JOIN skus s ON s.id = t.sku_id AND s.deleted_at IS NULL
-      WHERE t.is_latest AND t.kind = 'movement' AND t.direction = 'in' ORDER BY t.sku_id LIMIT 1 OFFSET 5`).get() as Row;
+      WHERE t.is_latest AND t.kind = 'movement' AND t.direction = 'in' ORDER BY t.sku_id LIMIT 1 OFFSET 5`)
+      .get() as Row;
     w.prepare("UPDATE history SET quantity = quantity + 2 WHERE rowid = ?").run(target.history_rowid);
     w.close();
     const r = await runCli(["reconcile", "--json"], { env: { INVENTORY_DB: copy } });
@@ -471,8 +636,13 @@ describe("the mirror as BI tools read it", () => {
     const report = JSON.parse(r.stdout) as ReconcileReport;
     expect(report.mismatches.filter((m) => !m.explained)).toEqual([
       expect.objectContaining({
-        check: "leaf_history", skuId: target.sku_id, locationId: target.location_id, expected: (target.quantity as number) + 2,
-        found: target.quantity, difference: -2, alsoDisagrees: [],
+        check: "leaf_history",
+        skuId: target.sku_id,
+        locationId: target.location_id,
+        expected: (target.quantity as number) + 2,
+        found: target.quantity,
+        difference: -2,
+        alsoDisagrees: [],
       }),
     ]);
   });

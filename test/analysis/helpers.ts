@@ -18,7 +18,7 @@ export async function syncFull(sim: RunningSimulator, dbPath: string): Promise<v
   expect(r.code).toBe(0);
 }
 
-export async function listPage(sim: RunningSimulator): Promise<ListResponse> {
+async function listPage(sim: RunningSimulator): Promise<ListResponse> {
   const res = await fetch(`${sim.baseUrl}/v1/external/inventory-status?limit=1`, {
     headers: { Authorization: `Bearer ${sim.apiKey}`, Accept: "application/json" },
   });
@@ -93,7 +93,7 @@ export function truthMaps(truth: GroundTruth) {
   return { locations, rootOf, sectionOf, skus };
 }
 
-export const cmp = (a: string | number | null | undefined, b: string | number | null | undefined): number =>
+const cmp = (a: string | number | null | undefined, b: string | number | null | undefined): number =>
   a === b ? 0 : a === null || a === undefined ? -1 : b === null || b === undefined ? 1 : a < b ? -1 : 1;
 
 export function sortBy<T>(rows: T[], ...keys: Array<(r: T) => string | number | null | undefined>): T[] {

@@ -15,9 +15,7 @@ import { DOCUMENTED_QUERIES } from "../../src/analysis/queries.js";
 import { syncFull } from "./helpers.js";
 
 /** Tables that grow with SKUs, history or runs, and the aliases the views and documented queries give them. */
-const BIG = new Set([
-  "skus", "s", "history", "h", "sku_location_quantities", "q", "sku_root_quantities", "sku_sync", "sync_journal", "sync_runs", "inventory_snapshots",
-]);
+const BIG = new Set(["skus", "s", "history", "h", "sku_location_quantities", "q", "sku_root_quantities", "sku_sync", "sync_journal", "sync_runs", "inventory_snapshots"]);
 const ALLOWED_SCAN = /USING COVERING INDEX|USING INDEX slq_not_reflected\b|VIRTUAL TABLE INDEX/;
 const USES_INDEX = /USING (COVERING )?INDEX|USING (INTEGER )?PRIMARY KEY|VIRTUAL TABLE INDEX/;
 
@@ -65,7 +63,10 @@ describe("query plans of the documented queries", () => {
         return m !== null && BIG.has(m[1]!) && !ALLOWED_SCAN.test(l);
       });
       expect(fullScans, lines.join("\n")).toEqual([]);
-      expect(lines.some((l) => USES_INDEX.test(l)), lines.join("\n")).toBe(true);
+      expect(
+        lines.some((l) => USES_INDEX.test(l)),
+        lines.join("\n"),
+      ).toBe(true);
     });
   }
 

@@ -43,7 +43,9 @@ let before: Record<string, unknown[]>;
 function v1Rows(db: Database.Database, columnsOf: (t: string) => string[]): Record<string, unknown[]> {
   const out: Record<string, unknown[]> = {};
   for (const t of V1_TABLES) {
-    const cols = columnsOf(t).map((c) => `"${c}"`).join(", ");
+    const cols = columnsOf(t)
+      .map((c) => `"${c}"`)
+      .join(", ");
     out[t] = db.prepare(`SELECT ${cols} FROM ${t} ORDER BY ${cols}`).all();
   }
   return out;
@@ -121,7 +123,9 @@ describe("upgrading a database written by the first release", () => {
         { sku_id: A, section_id: SECTION, quantity: 15 },
         { sku_id: B, section_id: SECTION, quantity: 7 },
       ]);
-      expect(db.prepare("SELECT seq, kind, delta, observed_quantity, balance_before, running_balance, is_latest FROM history_timeline WHERE sku_id = ? AND location_id = ? ORDER BY seq").all(A, L1)).toEqual([
+      expect(
+        db.prepare("SELECT seq, kind, delta, observed_quantity, balance_before, running_balance, is_latest FROM history_timeline WHERE sku_id = ? AND location_id = ? ORDER BY seq").all(A, L1),
+      ).toEqual([
         { seq: 1, kind: "movement", delta: 10, observed_quantity: null, balance_before: 0, running_balance: 10, is_latest: 0 },
         { seq: 2, kind: "movement", delta: -3, observed_quantity: null, balance_before: 10, running_balance: 7, is_latest: 0 },
         { seq: 3, kind: "set", delta: -1, observed_quantity: 6, balance_before: 7, running_balance: 6, is_latest: 0 },

@@ -95,10 +95,7 @@ describe("diffAgainstTruth", () => {
   it("sees a SKU the mirror holds as deleted", async () => {
     const sku = someSku();
     const path = await spoilt((db) => db.prepare("UPDATE skus SET deleted_at = '2026-01-01T00:00:00.000Z' WHERE id = ?").run(sku.item.id));
-    expect(diffAgainstTruth(path, truth)).toEqual([
-      `current SKU count: got ${truth.skus.length - 1}, want ${truth.skus.length}`,
-      `SKU ${sku.item.id} missing`,
-    ]);
+    expect(diffAgainstTruth(path, truth)).toEqual([`current SKU count: got ${truth.skus.length - 1}, want ${truth.skus.length}`, `SKU ${sku.item.id} missing`]);
   });
 });
 

@@ -109,10 +109,12 @@ describe("requests", () => {
 
   it("refuses a non-UUID SKU id before sending anything", async () => {
     let calls = 0;
-    server.use(http.get(`${BASE}/v1/external/inventory-status/*`, () => {
-      calls++;
-      return HttpResponse.json({});
-    }));
+    server.use(
+      http.get(`${BASE}/v1/external/inventory-status/*`, () => {
+        calls++;
+        return HttpResponse.json({});
+      }),
+    );
     const err = await rejection(client().detail("../../workspace", signal()));
     expect(err.message).toMatch(/not a UUID/);
     expect(calls).toBe(0);
@@ -126,9 +128,22 @@ describe("parsing each endpoint", () => {
         HttpResponse.json({
           locations: [
             {
-              id: LOC, name: "Main", code: "M", parentId: null, parentName: null, nodeKind: "location", depth: 0,
-              pathIds: [LOC], pathNames: ["Main"], displayPath: "Main", isLeaf: false, childCount: 2, selectable: true,
-              status: "active", updatedAt: "2026-01-01T00:00:00.000Z", somethingNew: { x: 1 },
+              id: LOC,
+              name: "Main",
+              code: "M",
+              parentId: null,
+              parentName: null,
+              nodeKind: "location",
+              depth: 0,
+              pathIds: [LOC],
+              pathNames: ["Main"],
+              displayPath: "Main",
+              isLeaf: false,
+              childCount: 2,
+              selectable: true,
+              status: "active",
+              updatedAt: "2026-01-01T00:00:00.000Z",
+              somethingNew: { x: 1 },
             },
             { id: "7f1e2d3c-4b5a-4678-9abc-def012345678", name: null, status: null },
           ],
@@ -186,11 +201,7 @@ describe("parsing each endpoint", () => {
     const d = await client().detail(SKU, signal());
     expect(d.locations[0]).toMatchObject({ quantity: 7, freshness: { status: "dirty", lastSourceKind: "event" } });
 
-    server.use(
-      http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () =>
-        HttpResponse.json({ ...body, locations: [{ ...body.locations[0], quantity: "7" }] }),
-      ),
-    );
+    server.use(http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () => HttpResponse.json({ ...body, locations: [{ ...body.locations[0], quantity: "7" }] })));
     const err = await rejection(client().detail(SKU, signal()));
     expect(err.message).toContain(`detail (SKU ${SKU}): invalid response: field locations.0.quantity`);
   });
@@ -201,7 +212,18 @@ describe("parsing each endpoint", () => {
         expect(new URL(request.url).searchParams.get("limit")).toBe("100");
         return HttpResponse.json({
           items: [
-            { kind: "set", occurredAt: "2026-01-02T00:00:00.000Z", direction: "none", quantity: 0, locationId: LOC, eventId: null, setSessionId: "s1", setTypeCode: "regular", observedQuantity: 4, note: null },
+            {
+              kind: "set",
+              occurredAt: "2026-01-02T00:00:00.000Z",
+              direction: "none",
+              quantity: 0,
+              locationId: LOC,
+              eventId: null,
+              setSessionId: "s1",
+              setTypeCode: "regular",
+              observedQuantity: 4,
+              note: null,
+            },
             { kind: "movement", occurredAt: "2026-01-01T00:00:00.000Z", direction: "in", quantity: 4, locationId: LOC, eventId: "e1", eventTypeCode: "receipt" },
           ],
           page: { nextCursor: "next-1" },
@@ -218,11 +240,7 @@ describe("parsing each endpoint", () => {
 
 describe("errors", () => {
   it("surfaces the server's error body code and message", async () => {
-    server.use(
-      http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () =>
-        HttpResponse.json({ error: { code: "not_found", message: "no such SKU" } }, { status: 404 }),
-      ),
-    );
+    server.use(http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () => HttpResponse.json({ error: { code: "not_found", message: "no such SKU" } }, { status: 404 })));
     const err = await rejection(client().detail(SKU, signal()));
     expect(err).toMatchObject({ kind: "http", status: 404, code: "not_found", endpoint: "detail" });
     expect(err.message).toContain("HTTP 404 (not_found: no such SKU)");
@@ -230,9 +248,7 @@ describe("errors", () => {
 
   it("401: kind auth, exit code 3, says the key was refused, never contains the key", async () => {
     server.use(
-      http.get(`${BASE}/v1/external/workspace`, ({ request }) =>
-        HttpResponse.json({ error: { code: "unauthorized", message: `bad ${request.headers.get("authorization")}` } }, { status: 401 }),
-      ),
+      http.get(`${BASE}/v1/external/workspace`, ({ request }) => HttpResponse.json({ error: { code: "unauthorized", message: `bad ${request.headers.get("authorization")}` } }, { status: 401 })),
     );
     const err = await rejection(client().workspace(signal()));
     expect(err.kind).toBe("auth");
@@ -278,9 +294,7 @@ describe("errors", () => {
     let calls = 0;
     server.use(
       http.get(`${BASE}/v1/external/workspace`, () =>
-        ++calls < 3
-          ? HttpResponse.json({ error: { code: "unavailable", message: "auth store down" } }, { status: 503 })
-          : HttpResponse.json({ workspace: { id: "w", name: "n" }, scope: "read" }),
+        ++calls < 3 ? HttpResponse.json({ error: { code: "unavailable", message: "auth store down" } }, { status: 503 }) : HttpResponse.json({ workspace: { id: "w", name: "n" }, scope: "read" }),
       ),
     );
     const ws = await client({ maxRetries: 3 }).workspace(signal());
@@ -289,11 +303,7 @@ describe("errors", () => {
   });
 
   it("context travels as fields: a detail 404 carries endpoint, SKU, status and code; the message names the SKU once", async () => {
-    server.use(
-      http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () =>
-        HttpResponse.json({ error: { code: "not_found", message: "no such SKU" } }, { status: 404 }),
-      ),
-    );
+    server.use(http.get(`${BASE}/v1/external/inventory-status/${SKU}`, () => HttpResponse.json({ error: { code: "not_found", message: "no such SKU" } }, { status: 404 })));
     const err = await rejection(client().detail(SKU, signal()));
     expect(err).toMatchObject({ kind: "http", endpoint: "detail", skuId: SKU, status: 404, code: "not_found", retryAfter: null });
     expect(err.message).toBe(`detail (SKU ${SKU}): HTTP 404 (not_found: no such SKU)`);
@@ -314,11 +324,7 @@ describe("errors", () => {
   });
 
   it("a 429's Retry-After travels as the error's retryAfter field", async () => {
-    server.use(
-      http.get(`${BASE}/v1/external/inventory-status`, () =>
-        HttpResponse.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429, headers: { "retry-after": "7" } }),
-      ),
-    );
+    server.use(http.get(`${BASE}/v1/external/inventory-status`, () => HttpResponse.json({ error: { code: "rate_limited", message: "slow down" } }, { status: 429, headers: { "retry-after": "7" } })));
     const err = await rejection(client().listPage({}, signal()));
     expect(err).toMatchObject({ kind: "http", status: 429, code: "rate_limited", retryAfter: "7" });
     expect(err.cause).toBeUndefined();
@@ -349,10 +355,12 @@ describe("transport", () => {
     });
     await new Promise<void>((resolve) => real.listen(0, "127.0.0.1", resolve));
     const base = `http://127.0.0.1:${(real.address() as AddressInfo).port}`;
-    server.use(http.get(`${base}/v1/external/workspace`, () => {
-      mswSaw++;
-      return HttpResponse.json({ workspace: { id: "w", name: "msw" }, scope: "read" });
-    }));
+    server.use(
+      http.get(`${base}/v1/external/workspace`, () => {
+        mswSaw++;
+        return HttpResponse.json({ workspace: { id: "w", name: "msw" }, scope: "read" });
+      }),
+    );
     try {
       return { name: await run(base), realServerSaw, mswSaw };
     } finally {

@@ -32,6 +32,10 @@ describe("config.example.json", () => {
     expect(() => ConfigSchema.parse(example)).not.toThrow();
   });
   it("shows every key of the schema ($schema aside)", () => {
-    expect(valuePaths(example).sort()).toEqual(schemaPaths(ConfigSchema).filter((p) => p !== "$schema").sort());
+    expect(valuePaths(example).sort()).toEqual(
+      schemaPaths(ConfigSchema)
+        .filter((p) => p !== "$schema")
+        .sort(),
+    );
   });
 });

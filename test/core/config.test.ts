@@ -48,9 +48,21 @@ interface Layered {
 
 /** Every key a flag or variable stands for, with a distinct value from each source. */
 const LAYERED: Layered[] = [
-  { key: "baseUrl", file: "https://file.example", env: ["INVENTORY_BASE_URL", "https://env.example"], flag: ["baseUrl", "https://flag.example"], resolved: { file: "https://file.example/", env: "https://env.example/", flag: "https://flag.example/" } },
+  {
+    key: "baseUrl",
+    file: "https://file.example",
+    env: ["INVENTORY_BASE_URL", "https://env.example"],
+    flag: ["baseUrl", "https://flag.example"],
+    resolved: { file: "https://file.example/", env: "https://env.example/", flag: "https://flag.example/" },
+  },
   { key: "db", file: "from-file.db", env: ["INVENTORY_DB", "from-env.db"], flag: ["db", "from-flag.db"], resolved: { file: join(dir, "from-file.db") } },
-  { key: "daemon.listen", file: "127.0.0.1:1001", env: ["INVENTORY_DAEMON_LISTEN", "127.0.0.1:1002"], flag: ["listen", "[::1]:1003"], resolved: { file: { host: "127.0.0.1", port: 1001 }, env: { host: "127.0.0.1", port: 1002 }, flag: { host: "::1", port: 1003 } } },
+  {
+    key: "daemon.listen",
+    file: "127.0.0.1:1001",
+    env: ["INVENTORY_DAEMON_LISTEN", "127.0.0.1:1002"],
+    flag: ["listen", "[::1]:1003"],
+    resolved: { file: { host: "127.0.0.1", port: 1001 }, env: { host: "127.0.0.1", port: 1002 }, flag: { host: "::1", port: 1003 } },
+  },
   { key: "concurrency", file: 3, flag: ["concurrency", "5"], resolved: { flag: 5 } },
   { key: "logLevel", file: "debug", flag: ["logLevel", "error"] },
   { key: "expectedWorkspace.id", file: "11111111-1111-4111-8111-111111111111", flag: ["expectedWorkspaceId", "22222222-2222-4222-8222-222222222222"] },
@@ -125,7 +137,12 @@ describe("a flag or variable is checked by its key's rule, with its own name in 
     ["--log-level not a level", { logLevel: "loud" }, {}, '--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
     ["--listen a port too high", { listen: "127.0.0.1:65536" }, {}, '--listen: expected host:port such as 127.0.0.1:9464 or 0.0.0.0:9464, got "127.0.0.1:65536"'],
     ["INVENTORY_BASE_URL not https", {}, { INVENTORY_BASE_URL: "ftp://x.example" }, "INVENTORY_BASE_URL: expected an https:// URL, got ftp:"],
-    ["--base-url over a good INVENTORY_BASE_URL", { baseUrl: "http://remote.example" }, { INVENTORY_BASE_URL: "https://ok.example" }, "--base-url: plain http:// is refused except to loopback addresses"],
+    [
+      "--base-url over a good INVENTORY_BASE_URL",
+      { baseUrl: "http://remote.example" },
+      { INVENTORY_BASE_URL: "https://ok.example" },
+      "--base-url: plain http:// is refused except to loopback addresses",
+    ],
   ];
   for (const [name, flags, env, message] of cases) {
     it(name, () => {

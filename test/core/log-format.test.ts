@@ -37,7 +37,10 @@ describe("formatLogLine", () => {
   });
 
   it("shows an error as its type and message, and quotes a value with spaces", () => {
-    const line = formatLogLine(JSON.stringify({ level: 50, time: T, msg: "run failed", err: { type: "ApiError", message: "list: HTTP 500", stack: "ApiError: ...\n at x" }, note: "two words" }), plain);
+    const line = formatLogLine(
+      JSON.stringify({ level: 50, time: T, msg: "run failed", err: { type: "ApiError", message: "list: HTTP 500", stack: "ApiError: ...\n at x" }, note: "two words" }),
+      plain,
+    );
     expect(line).toBe('14:03:07.412 ERROR run failed  err="ApiError: list: HTTP 500" note="two words"\n');
   });
 

@@ -75,9 +75,15 @@ describe("daemon HTTP port under a connection flood", () => {
     });
     let stderr = "";
     child.stderr!.on("data", (d) => (stderr += d));
-    const url = await waitFor(() => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1], () => `the daemon to listen:\n${stderr}`);
+    const url = await waitFor(
+      () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1],
+      () => `the daemon to listen:\n${stderr}`,
+    );
     const port = Number(new URL(url).port);
-    await waitFor(() => runs(db).some((r) => r.status === "succeeded"), () => `a first run:\n${stderr}`);
+    await waitFor(
+      () => runs(db).some((r) => r.status === "succeeded"),
+      () => `a first run:\n${stderr}`,
+    );
 
     for (let i = 0; i < 400; i++) {
       const s = await halfSent(port);
@@ -85,19 +91,29 @@ describe("daemon HTTP port under a connection flood", () => {
     }
     const before = runs(db).length;
     // Two scheduled runs while the flood is held open.
-    await waitFor(() => runs(db).length >= before + 2 && runs(db).slice(before).every((r) => r.status !== "running"), () => `two runs during the flood:\n${stderr.slice(-2000)}`);
+    await waitFor(
+      () =>
+        runs(db).length >= before + 2 &&
+        runs(db)
+          .slice(before)
+          .every((r) => r.status !== "running"),
+      () => `two runs during the flood:\n${stderr.slice(-2000)}`,
+    );
     const during = runs(db).slice(before);
     for (const r of during) expect(r, JSON.stringify(r)).toMatchObject({ status: "succeeded" });
     expect(stderr).not.toMatch(/unable to open database file|EMFILE/);
 
     for (const s of sockets.splice(0)) s.destroy();
-    await waitFor(async () => {
-      try {
-        return (await fetch(`${url}/healthz`)).ok;
-      } catch {
-        return false;
-      }
-    }, () => "/healthz after the flood");
+    await waitFor(
+      async () => {
+        try {
+          return (await fetch(`${url}/healthz`)).ok;
+        } catch {
+          return false;
+        }
+      },
+      () => "/healthz after the flood",
+    );
     child.kill("SIGTERM");
   });
 });

@@ -23,10 +23,29 @@ function config(readyMaxAgeSeconds = 60): ResolvedConfig {
 
 function resultOf(mode: RunMode, over: Partial<SyncResult> = {}): SyncResult {
   return {
-    runId: 1, mode, status: "succeeded", resumedFrom: null, workspace: { id: "ws", name: "WS" },
-    skusListed: 10, skusPlanned: 2, plan: { new: 0, changed: 2, repolled: 0, retried: 0, reverified: 0 }, skusFetched: 2, skusFailed: 0, skusDeleted: 0, locations: 5, historyRowsAdded: 7,
-    requests: 6, requestsByEndpoint: { workspace: 1, locations: 1, list: 2, detail: 1, history: 1 }, requestsByStatus: { "2xx": 6 },
-    responses429: 0, responses503: 0, retries: 0, waitMs: 0, durationMs: 1234, resumeAfter: null, error: null,
+    runId: 1,
+    mode,
+    status: "succeeded",
+    resumedFrom: null,
+    workspace: { id: "ws", name: "WS" },
+    skusListed: 10,
+    skusPlanned: 2,
+    plan: { new: 0, changed: 2, repolled: 0, retried: 0, reverified: 0 },
+    skusFetched: 2,
+    skusFailed: 0,
+    skusDeleted: 0,
+    locations: 5,
+    historyRowsAdded: 7,
+    requests: 6,
+    requestsByEndpoint: { workspace: 1, locations: 1, list: 2, detail: 1, history: 1 },
+    requestsByStatus: { "2xx": 6 },
+    responses429: 0,
+    responses503: 0,
+    retries: 0,
+    waitMs: 0,
+    durationMs: 1234,
+    resumeAfter: null,
+    error: null,
     ...over,
   };
 }
@@ -76,7 +95,12 @@ afterEach(async () => {
 }, 5_000);
 
 function setup(over: Partial<DaemonOptions> & { readyMaxAgeSeconds?: number; manualAbort?: boolean } = {}) {
-  const clock = { t: T0, now() { return this.t; } };
+  const clock = {
+    t: T0,
+    now() {
+      return this.t;
+    },
+  };
   const sync = fakeSync(over.manualAbort);
   const journal = fakeJournal();
   const trigger = manualTrigger({ incremental: 5 * 60_000, full: 24 * 3600_000 });

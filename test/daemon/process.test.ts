@@ -46,10 +46,12 @@ async function startDaemon(name: string, config: object, baseUrl = sim.baseUrl, 
   let stderr = "";
   child.stderr!.on("data", (d) => (stderr += d));
   child.stdout!.resume();
-  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
-    child.on("exit", (code, signal) => resolve({ code, signal, at: Date.now() })),
+  const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, at: Date.now() })));
+  const url = await waitFor(
+    () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1],
+    15_000,
+    () => `daemon did not listen:\n${stderr}`,
   );
-  const url = await waitFor(() => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1], 15_000, () => `daemon did not listen:\n${stderr}`);
   return { child, url, stderr: () => stderr, exit };
 }
 
@@ -219,12 +221,7 @@ describe("inventory-mirror daemon (real process)", () => {
 
   it("a refused key: the daemon stays up, /readyz 503 with the reason, the error counted, SIGTERM exits 0", async () => {
     const db = join(dir, "refused.db");
-    const d = await startDaemon(
-      "refused",
-      { db, schedule: { incremental: "*/2 * * * * *", full: "0 0 1 1 *" }, daemon: { listen: "127.0.0.1:0" } },
-      sim.baseUrl,
-      "sim_e2e_daemon_wrong_key_00000000",
-    );
+    const d = await startDaemon("refused", { db, schedule: { incremental: "*/2 * * * * *", full: "0 0 1 1 *" }, daemon: { listen: "127.0.0.1:0" } }, sim.baseUrl, "sim_e2e_daemon_wrong_key_00000000");
     const ready = await waitFor(
       async () => {
         const r = await fetch(`${d.url}/readyz`);

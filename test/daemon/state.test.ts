@@ -27,7 +27,17 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function insertRun(r: { mode?: string; status: string; started: string; finished?: string | null; pid?: number; resumeAfter?: string | null; requests?: number; byEndpoint?: object; error?: string | null }): number {
+function insertRun(r: {
+  mode?: string;
+  status: string;
+  started: string;
+  finished?: string | null;
+  pid?: number;
+  resumeAfter?: string | null;
+  requests?: number;
+  byEndpoint?: object;
+  error?: string | null;
+}): number {
   const info = db
     .prepare(
       `INSERT INTO sync_runs (mode, started_at, finished_at, status, pid, skus_listed, skus_fetched, requests, requests_by_endpoint, responses_429, wait_ms, resume_after, error)
@@ -36,8 +46,7 @@ function insertRun(r: { mode?: string; status: string; started: string; finished
     .run(r.mode ?? "incremental", r.started, r.finished ?? null, r.status, r.pid ?? 1, r.requests ?? 9, JSON.stringify(r.byEndpoint ?? { list: 1 }), r.resumeAfter ?? null, r.error ?? null);
   return Number(info.lastInsertRowid);
 }
-const journalRows = (runId: number) =>
-  db.prepare("SELECT kind, at, message FROM sync_journal WHERE run_id = ? ORDER BY id").all(runId) as Array<{ kind: string; at: string; message: string }>;
+const journalRows = (runId: number) => db.prepare("SELECT kind, at, message FROM sync_journal WHERE run_id = ? ORDER BY id").all(runId) as Array<{ kind: string; at: string; message: string }>;
 
 describe("DbTickJournal", () => {
   it("journals a skipped tick against the run this process has in hand, as kind tick_skipped", () => {

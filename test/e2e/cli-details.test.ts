@@ -26,7 +26,10 @@ afterAll(async () => {
 
 describe("help", () => {
   it("`sync -h` and `help sync` print the sync command's help", async () => {
-    for (const args of [["sync", "-h"], ["help", "sync"]]) {
+    for (const args of [
+      ["sync", "-h"],
+      ["help", "sync"],
+    ]) {
       const r = await runCli(args, { env: env() });
       expect(r.code, args.join(" ")).toBe(0);
       expect(r.stdout, args.join(" ")).toMatch(/^Usage: inventory-mirror sync \[--full\]/);
@@ -117,7 +120,10 @@ describe("--log-level", () => {
       const r = await runCli(["sync", "--full", "--no-progress", "--log-level", level, "--db", join(dir, `log-${level}.db`)], { env: env() });
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).not.toContain(KEY);
-      const lines = r.stderr.trim().split("\n").map((l) => JSON.parse(l) as { msg: string });
+      const lines = r.stderr
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as { msg: string });
       counts[level] = {
         skus: lines.filter((l) => l.msg === "SKU saved").length,
         pages: lines.filter((l) => l.msg === "list page saved").length,
@@ -140,11 +146,16 @@ describe("reconcile while the server moved", () => {
       child.stdout!.resume();
       child.stderr!.resume();
       const exited = new Promise<number | null>((r) => child.on("exit", (c) => r(c)));
-      const read = <T,>(sql: string): T[] => queryWhileWriting<T>(db, sql);
+      const read = <T>(sql: string): T[] => queryWhileWriting<T>(db, sql);
       // The list walk is done (20 SKUs fit one page) while most details are still to come.
       let unfetched: string[] = [];
       const end = Date.now() + 60_000;
-      while (!(read<{ d: number }>("SELECT list_done AS d FROM sync_runs")[0]?.d === 1 && (unfetched = read<{ id: string }>("SELECT sku_id AS id FROM sku_sync WHERE fetched_at IS NULL").map((r) => r.id)).length >= 4)) {
+      while (
+        !(
+          read<{ d: number }>("SELECT list_done AS d FROM sync_runs")[0]?.d === 1 &&
+          (unfetched = read<{ id: string }>("SELECT sku_id AS id FROM sku_sync WHERE fetched_at IS NULL").map((r) => r.id)).length >= 4
+        )
+      ) {
         if (Date.now() > end) throw new Error("the list walk did not finish ahead of the details");
         await new Promise((r) => setTimeout(r, 10));
       }

@@ -48,7 +48,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-
 /** Stop a child we spawned if a test failed before it ended (its own pid only). */
 const spawned: ChildProcess[] = [];
 afterEach(() => {
@@ -97,7 +96,10 @@ describe("kill -9 at random points", () => {
       expect(problems(db), ctx(i)).toEqual([]);
       // No SKU the walk had already committed was fetched and stored again.
       if (before.resumableWalk !== null) {
-        expect(committedIds.filter((id) => before.fetchedWalk.get(id) === before.resumableWalk), ctx(i)).toEqual([]);
+        expect(
+          committedIds.filter((id) => before.fetchedWalk.get(id) === before.resumableWalk),
+          ctx(i),
+        ).toEqual([]);
       }
       if (end.signal === null) {
         // The run finished before its kill point: a whole (rest of a) walk, nothing refetched.
@@ -180,7 +182,10 @@ describe("one writer per database file", () => {
 });
 
 describe("SIGINT and SIGTERM", () => {
-  for (const [sig, exitCode] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  for (const [sig, exitCode] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
     it(`${sig} mid-run: exits ${exitCode} within 5 s, the run is recorded interrupted, the file is consistent, and the next sync resumes the same walk to ground truth`, async () => {
       const db = join(dir, `${sig}.db`);
       sim.setFaults([SLOW]);

@@ -35,7 +35,9 @@ describe("inventory-mirror demo (npm start)", () => {
       for (const q of queries) expect(db.prepare(q).all().length, q).toBeGreaterThan(0);
       // The search finds exactly the current SKUs whose name, codes, barcode, product or brand contain the phrase.
       const found = db.prepare(queries[2]!.replace("LIMIT 10", "")).all() as Array<{ name: string }>;
-      const want = db.prepare("SELECT name FROM skus WHERE deleted_at IS NULL AND (name || ' ' || product_name || ' ' || product_brand || ' ' || code || ' ' || sku_code || ' ' || barcode) LIKE '%running shoe%'").all();
+      const want = db
+        .prepare("SELECT name FROM skus WHERE deleted_at IS NULL AND (name || ' ' || product_name || ' ' || product_brand || ' ' || code || ' ' || sku_code || ' ' || barcode) LIKE '%running shoe%'")
+        .all();
       expect(found.map((x) => x.name).sort()).toEqual((want as Array<{ name: string }>).map((x) => x.name).sort());
     } finally {
       db.close();

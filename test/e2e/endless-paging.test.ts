@@ -50,7 +50,10 @@ describe("paging that never ends", () => {
     // Each endless page repeats the SKU's first page: its rows, up to the page size.
     const rowsPerPage = Math.min((first.history as unknown[]).length, DEFAULTS.historyPageSize);
     // What the other SKUs' histories take: their pages, once each.
-    const otherPages = probe.groundTruth().skus.slice(1).reduce((n, s) => n + Math.max(1, Math.ceil((s.history as unknown[]).length / DEFAULTS.historyPageSize)), 0);
+    const otherPages = probe
+      .groundTruth()
+      .skus.slice(1)
+      .reduce((n, s) => n + Math.max(1, Math.ceil((s.history as unknown[]).length / DEFAULTS.historyPageSize)), 0);
     await probe.close();
     const sim = await startSimulator({ seed: 51, skus: 60, historyDepth: 100, apiKey: KEY, endlessCursors: { history: endless } });
     sims.push(sim);

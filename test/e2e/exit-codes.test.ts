@@ -171,12 +171,18 @@ describe("exit 130 and 143: stopped by a signal, no -wal/-shm left", () => {
     await slow?.close();
   });
 
-  for (const [sig, code] of [["SIGINT", 130], ["SIGTERM", 143]] as const) {
+  for (const [sig, code] of [
+    ["SIGINT", 130],
+    ["SIGTERM", 143],
+  ] as const) {
     it(`sync stopped by ${sig} mid-run exits ${code}, the run recorded interrupted, no -wal/-shm left`, async () => {
       const db = join(dir, `sync-${sig}.db`);
       slow.resetStats();
       const p = start(["sync", "--full", "--no-progress"], { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: slow.baseUrl, INVENTORY_DB: db });
-      await until(() => slow.stats().byEndpoint.detail >= 10, () => `10 detail requests:\n${p.out()}`);
+      await until(
+        () => slow.stats().byEndpoint.detail >= 10,
+        () => `10 detail requests:\n${p.out()}`,
+      );
       p.child.kill(sig);
       const end = await p.exit;
       expect(end, p.out()).toEqual({ code, signal: null });
@@ -186,14 +192,20 @@ describe("exit 130 and 143: stopped by a signal, no -wal/-shm left", () => {
     });
   }
 
-  for (const [sig, code] of [["SIGTERM", 0], ["SIGINT", 130]] as const) {
+  for (const [sig, code] of [
+    ["SIGTERM", 0],
+    ["SIGINT", 130],
+  ] as const) {
     it(`the daemon stopped by ${sig} after a run and a /metrics scrape exits ${code} and leaves no -wal/-shm`, async () => {
       const db = join(dir, `daemon-${sig}.db`);
       const cfg = join(dir, `daemon-${sig}.json`);
       // Nothing scheduled during the test: only the catch-up run on the empty database.
       writeFileSync(cfg, JSON.stringify({ db, schedule: { incremental: "0 0 1 1 *", full: "0 0 1 1 *" }, daemon: { listen: "127.0.0.1:0" } }));
       const d = start(["daemon", "--config", cfg], { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl });
-      await until(() => d.out().includes('"msg":"run succeeded"'), () => `the catch-up run:\n${d.out()}`);
+      await until(
+        () => d.out().includes('"msg":"run succeeded"'),
+        () => `the catch-up run:\n${d.out()}`,
+      );
       const url = /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(d.out())![1];
       const metrics = await fetch(`${url}/metrics`);
       expect(metrics.status).toBe(200);
@@ -209,4 +221,3 @@ describe("exit 130 and 143: stopped by a signal, no -wal/-shm left", () => {
     });
   }
 });
-

@@ -196,7 +196,10 @@ describe("bad responses", () => {
   }
 
   it("a garbled body that clears on retry costs a retry, not the SKU", async () => {
-    const r = await syncWith([{ kind: "truncated", endpoint: "history", every: 15, count: 3 }, { kind: "malformed-json", endpoint: "detail", every: 20, count: 2 }]);
+    const r = await syncWith([
+      { kind: "truncated", endpoint: "history", every: 15, count: 3 },
+      { kind: "malformed-json", endpoint: "detail", every: 20, count: 2 },
+    ]);
     expect(r.code).toBe(0);
     expect(diffAgainstTruth(r.db, sim.groundTruth())).toEqual([]);
   });

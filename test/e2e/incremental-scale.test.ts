@@ -194,7 +194,10 @@ describe("history a lookback cannot see", () => {
     const set = s.history.find((r) => r.kind === "set")!;
     const before = Date.parse(s.history[0]!.occurredAt) - Date.parse(set.occurredAt);
     sim.model.lateRow(s.item.id, set.locationId, 2, before + 3_600_000);
-    const rewritten = sim.groundTruth().skus.find((x) => x.item.id === s.item.id)!.history.find((r) => r.kind === "set" && r.occurredAt === set.occurredAt)!;
+    const rewritten = sim
+      .groundTruth()
+      .skus.find((x) => x.item.id === s.item.id)!
+      .history.find((r) => r.kind === "set" && r.occurredAt === set.occurredAt)!;
     expect(rewritten.quantity).not.toBe(set.quantity);
 
     const r = await sync(sim, db, config, ["--full"]);

@@ -46,14 +46,20 @@ async function sync(args: string[] = [], path = db, cfg = config) {
   const r = await runCli(["sync", "--config", cfg, ...args], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: path } });
   return { ...r, run: lastRun(path), stats: sim.stats() };
 }
-const planned = (run: RunRow) =>
-  Number(run.skus_new) + Number(run.skus_changed) + Number(run.skus_repolled) + Number(run.skus_retried) + Number(run.skus_reverified);
+const planned = (run: RunRow) => Number(run.skus_new) + Number(run.skus_changed) + Number(run.skus_repolled) + Number(run.skus_retried) + Number(run.skus_reverified);
 const someLeafWithStock = (skuId: string) => {
   const t = sim.groundTruth().skus.find((s) => s.item.id === skuId)!;
   return (t.detail.locations ?? []).find((l) => l.quantity > 0 && l.freshness?.status === "clean")!.id;
 };
 const skuWithCleanStock = (exclude: string[] = []) =>
-  sim.groundTruth().skus.find((s) => !exclude.includes(s.item.id) && (s.detail.locations ?? []).some((l) => l.quantity > 2 && l.freshness?.status === "clean") && (s.detail.locations ?? []).every((l) => l.freshness?.status === "clean"))!.item.id;
+  sim
+    .groundTruth()
+    .skus.find(
+      (s) =>
+        !exclude.includes(s.item.id) &&
+        (s.detail.locations ?? []).some((l) => l.quantity > 2 && l.freshness?.status === "clean") &&
+        (s.detail.locations ?? []).every((l) => l.freshness?.status === "clean"),
+    )!.item.id;
 
 /** The SKUs an incremental run re-verified (fetched in its walk, not among `repolledIds`) and their history pages, from ground truth. */
 function reverifiedIn(run: RunRow, repolledIds: string[]) {
@@ -149,22 +155,31 @@ describe("sync (incremental)", () => {
   });
 
   const cases: Array<[string, () => string[]]> = [
-    ["a movement", () => {
-      const id = skuWithCleanStock();
-      sim.model.movement(id, someLeafWithStock(id), -1);
-      return [id];
-    }],
-    ["a renamed SKU", () => {
-      const id = sim.model.skuIds()[3]!;
-      sim.model.renameSku(id, "Renamed in the source system");
-      return [id];
-    }],
+    [
+      "a movement",
+      () => {
+        const id = skuWithCleanStock();
+        sim.model.movement(id, someLeafWithStock(id), -1);
+        return [id];
+      },
+    ],
+    [
+      "a renamed SKU",
+      () => {
+        const id = sim.model.skuIds()[3]!;
+        sim.model.renameSku(id, "Renamed in the source system");
+        return [id];
+      },
+    ],
     ["a new SKU", () => [sim.model.addSku({ name: "Brand new SKU" })]],
-    ["a late row with an older occurredAt", () => {
-      const id = skuWithCleanStock();
-      sim.model.lateRow(id, someLeafWithStock(id), 3, 1_000);
-      return [id];
-    }],
+    [
+      "a late row with an older occurredAt",
+      () => {
+        const id = skuWithCleanStock();
+        sim.model.lateRow(id, someLeafWithStock(id), 3, 1_000);
+        return [id];
+      },
+    ],
   ];
   for (const [name, mutate] of cases) {
     it(`${name}: the next run fetches that SKU and ends equal to ground truth`, async () => {

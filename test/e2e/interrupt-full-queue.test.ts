@@ -53,8 +53,7 @@ describe("SIGTERM with the work queue full", () => {
     sim.setFaults([{ kind: "slow", delayMs: 15, endpoint: ["detail", "history"] }]);
     const p = startFullSync(db, sim.baseUrl, KEY);
     spawned.push(p.child);
-    const listDone = () =>
-      withDb(db, (d) => d.prepare("SELECT list_done FROM sync_runs WHERE mode = 'full' ORDER BY id DESC LIMIT 1").get() as { list_done: number } | undefined)?.list_done === 1;
+    const listDone = () => withDb(db, (d) => d.prepare("SELECT list_done FROM sync_runs WHERE mode = 'full' ORDER BY id DESC LIMIT 1").get() as { list_done: number } | undefined)?.list_done === 1;
     while (!listDone()) {
       expect(p.child.exitCode, p.out()).toBeNull();
       await new Promise((r) => setTimeout(r, 20));

@@ -59,7 +59,9 @@ describe.skipIf(!canSwitchUser)("read-only places (run as uid 65534; needs root 
     chmodSync(shared, 0o777);
     const db = join(shared, "m.db");
     const d = new Database(db);
-    d.exec("CREATE TABLE workspace (id TEXT); CREATE TABLE locations (id TEXT); CREATE TABLE skus (id TEXT); CREATE TABLE sync_runs (id INTEGER); CREATE TABLE sync_journal (id INTEGER); PRAGMA user_version = 4;");
+    d.exec(
+      "CREATE TABLE workspace (id TEXT); CREATE TABLE locations (id TEXT); CREATE TABLE skus (id TEXT); CREATE TABLE sync_runs (id INTEGER); CREATE TABLE sync_journal (id INTEGER); PRAGMA user_version = 4;",
+    );
     d.close();
     chmodSync(db, 0o644);
     const r = await syncAsNobody(db);

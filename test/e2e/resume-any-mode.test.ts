@@ -56,7 +56,10 @@ describe("a plain sync after an interrupted sync --full", () => {
     // Only what was left: the SKUs stored before the interruption were not fetched again.
     expect(sim.stats().byEndpoint.detail).toBeLessThanOrEqual(SKUS - done);
     const runs = q<{ mode: string; status: string }>(db, "SELECT mode, status FROM sync_runs ORDER BY id");
-    expect(runs).toEqual([{ mode: "full", status: "interrupted" }, { mode: "full", status: "succeeded" }]);
+    expect(runs).toEqual([
+      { mode: "full", status: "interrupted" },
+      { mode: "full", status: "succeeded" },
+    ]);
     const status = await runCli(["status", "--json"], { env });
     expect(JSON.parse(status.stdout).lastFullSuccess).toMatchObject({ id: 2 });
   });

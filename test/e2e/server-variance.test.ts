@@ -117,7 +117,12 @@ describe("server variance: the mirror against each server profile", () => {
       const profile = profileOptions([name]);
       const cap = profile.variance?.maxPageSize ?? PAGE_CAP;
       const sim = await startSimulator({
-        seed: 11, skus: SKUS, historyDepth: HISTORY_DEPTH, apiKey: KEY, ...profile, variance: { ...profile.variance, maxPageSize: cap },
+        seed: 11,
+        skus: SKUS,
+        historyDepth: HISTORY_DEPTH,
+        apiKey: KEY,
+        ...profile,
+        variance: { ...profile.variance, maxPageSize: cap },
       });
       // The list walk's checkpoints land every `pageSize` SKUs.
       const pageSize = Math.min(DEFAULTS.listPageSize, cap);

@@ -65,7 +65,10 @@ describe.skipIf(!hasScript)("sync on a terminal", () => {
     expect(r.code, r.output).toBe(0);
     const shown = render(r.output);
     const logLines = shown.filter((l) => LOG_LINE.test(l));
-    expect(logLines.some((l) => /^\S+ INFO {2}sync started {2}runId=1 mode=full/.test(l)), shown.join("\n")).toBe(true);
+    expect(
+      logLines.some((l) => /^\S+ INFO {2}sync started {2}runId=1 mode=full/.test(l)),
+      shown.join("\n"),
+    ).toBe(true);
     expect(logLines.filter((l) => /DEBUG SKU saved {2}skuId=[0-9a-f-]{36} /.test(l))).toHaveLength(40);
     expect(shown.filter((l) => l.includes('{"level"'))).toEqual([]);
     // Torn: a log line that starts in the middle of a progress line, or a progress line with a log line's text.

@@ -32,7 +32,6 @@ export function startFullSync(db: string, baseUrl: string, key: string): Proc {
   return { child, out: () => out, closed };
 }
 
-
 export function withDb<T>(path: string, f: (db: Database.Database) => T): T {
   const db = new Database(path, { readonly: true });
   try {
@@ -81,9 +80,7 @@ export function walkState(path: string, tr: GroundTruth): WalkState {
   if (!existsSync(path)) return empty;
   return withDb(path, (db) => {
     if (!db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'sync_runs'").get()) return empty;
-    const last = db.prepare("SELECT mode, status, walk_id FROM sync_runs ORDER BY id DESC LIMIT 1").get() as
-      | { mode: string; status: string; walk_id: number | null }
-      | undefined;
+    const last = db.prepare("SELECT mode, status, walk_id FROM sync_runs ORDER BY id DESC LIMIT 1").get() as { mode: string; status: string; walk_id: number | null } | undefined;
     const runs = (db.prepare("SELECT count(*) AS n FROM sync_runs").get() as { n: number }).n;
     const fetched = db.prepare("SELECT sku_id, fetched_at, fetched_walk_id FROM sku_sync WHERE fetched_at IS NOT NULL").all() as Array<{ sku_id: string; fetched_at: string; fetched_walk_id: number }>;
     const fetchedAt = new Map(fetched.map((r) => [r.sku_id, r.fetched_at]));
@@ -109,9 +106,20 @@ export function committedSince(path: string, before: WalkState): string[] {
 
 const historyTuple = (r: Record<string, unknown>) =>
   JSON.stringify([
-    r.kind, r.occurredAt, r.direction ?? null, r.quantity, r.locationId, r.locationName ?? null, r.locationCode ?? null,
-    r.eventId ?? null, r.eventTypeCode ?? null, r.eventTypeName ?? null, r.setSessionId ?? null, r.setTypeCode ?? null,
-    r.observedQuantity ?? null, r.note ?? null,
+    r.kind,
+    r.occurredAt,
+    r.direction ?? null,
+    r.quantity,
+    r.locationId,
+    r.locationName ?? null,
+    r.locationCode ?? null,
+    r.eventId ?? null,
+    r.eventTypeCode ?? null,
+    r.eventTypeName ?? null,
+    r.setSessionId ?? null,
+    r.setTypeCode ?? null,
+    r.observedQuantity ?? null,
+    r.note ?? null,
   ]);
 
 /**
@@ -170,7 +178,9 @@ export function consistencyProblems(
       const got = [r.code, r.sku_code, r.name, r.total_quantity, r.product_id, r.deleted_at];
       const want = [item.code, item.skuCode, item.name, item.totalQuantity, item.product.id, goneIds.has(r.id as string) ? r.deleted_at : null];
       if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`SKU ${r.id} row: ${JSON.stringify(got)} != ${JSON.stringify(want)}`);
-      const wantRoots = Object.entries(item.locationQuantities).sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => ({ root_location_id: k, quantity: v }));
+      const wantRoots = Object.entries(item.locationQuantities)
+        .sort(([a], [b]) => (a < b ? -1 : 1))
+        .map(([k, v]) => ({ root_location_id: k, quantity: v }));
       if (JSON.stringify(rootQ.all(r.id)) !== JSON.stringify(wantRoots)) problems.push(`SKU ${r.id} root quantities differ from its list item`);
     }
 
@@ -201,9 +211,9 @@ export function consistencyProblems(
         problems.push(`half SKU ${s.sku_id}: committed with ${history.length} history rows (${new Set(history).size} distinct), truth has ${want.length}`);
       }
     }
-    const orphans = db
-      .prepare("SELECT count(*) AS n FROM (SELECT sku_id FROM history UNION SELECT sku_id FROM sku_location_quantities) WHERE sku_id NOT IN (SELECT sku_id FROM sku_sync)")
-      .get() as { n: number };
+    const orphans = db.prepare("SELECT count(*) AS n FROM (SELECT sku_id FROM history UNION SELECT sku_id FROM sku_location_quantities) WHERE sku_id NOT IN (SELECT sku_id FROM sku_sync)").get() as {
+      n: number;
+    };
     if (orphans.n) problems.push(`${orphans.n} SKUs with history or leaf rows but no sku_sync row`);
 
     const run = db.prepare("SELECT id, walk_id, list_cursor, list_done FROM sync_runs ORDER BY id DESC LIMIT 1").get() as
@@ -218,9 +228,9 @@ export function consistencyProblems(
       if (!wholePages) problems.push(`walk ${run.walk_id} listed ${listed.length} SKUs: not a whole number of pages`);
       if ((run.list_done === 1) !== all) problems.push(`walk ${run.walk_id}: list_done ${run.list_done} with ${listed.length}/${tr.skus.length} listed`);
       if ((run.list_cursor !== null) !== (listed.length > 0 && !all)) problems.push(`walk ${run.walk_id}: list_cursor ${run.list_cursor ? "set" : "null"} with ${listed.length} listed`);
-      const unaccounted = db
-        .prepare("SELECT count(*) AS n FROM sku_sync WHERE listed_walk_id = @w AND pending_walk_id IS NOT @w AND fetched_walk_id IS NOT @w")
-        .get({ w: run.walk_id }) as { n: number };
+      const unaccounted = db.prepare("SELECT count(*) AS n FROM sku_sync WHERE listed_walk_id = @w AND pending_walk_id IS NOT @w AND fetched_walk_id IS NOT @w").get({ w: run.walk_id }) as {
+        n: number;
+      };
       if (unaccounted.n) problems.push(`walk ${run.walk_id}: ${unaccounted.n} listed SKUs neither queued nor fetched`);
       const both = db.prepare("SELECT count(*) AS n FROM sku_sync WHERE pending_walk_id = @w AND fetched_walk_id = @w").get({ w: run.walk_id }) as { n: number };
       if (both.n) problems.push(`walk ${run.walk_id}: ${both.n} SKUs both queued and fetched`);

@@ -8,7 +8,7 @@
 import { ApiError } from "../../src/core/errors.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../../src/scheduler/scheduler.js";
 
-export class VirtualClock implements Clock {
+class VirtualClock implements Clock {
   t = Date.UTC(2026, 10, 24, 12, 0, 0, 123);
   private timers: Array<{ at: number; seq: number; fire: () => void }> = [];
   private seq = 0;
@@ -89,7 +89,7 @@ export interface ShapeResult {
 }
 
 /** Least time the quota allows for `accepted` requests (the issue's definition). */
-export function leastSeconds(shape: QuotaShape, accepted: number): number {
+function leastSeconds(shape: QuotaShape, accepted: number): number {
   if (shape.kind === "bucket") return Math.max(0, accepted - shape.burst) / shape.rate;
   return (Math.ceil(accepted / shape.rate) - 1) * shape.burst;
 }
@@ -129,7 +129,7 @@ class ModelServer {
   }
 
   async request(): Promise<void> {
-    const rtt = Math.max(1, (this.shape.latencyMs ?? 2) + ((this.random() * 2 - 1) * (this.shape.jitterMs ?? 0)));
+    const rtt = Math.max(1, (this.shape.latencyMs ?? 2) + (this.random() * 2 - 1) * (this.shape.jitterMs ?? 0));
     await this.clock.sleep(rtt / 2);
     const arrival = this.clock.now();
     if (this.deadlines.some((d) => d.readAt < arrival - rtt / 2 && arrival < d.until)) this.violations++;

@@ -118,16 +118,24 @@ describe("request scheduler", () => {
       },
       signal,
     );
-    const other = s.run("detail", async () => {
-      sendsAt.push(clock.t);
-      return "ok";
-    }, signal);
+    const other = s.run(
+      "detail",
+      async () => {
+        sendsAt.push(clock.t);
+        return "ok";
+      },
+      signal,
+    );
     for (let i = 0; i < 20; i++) await Promise.resolve();
     // Both started (two slots). A third waits behind the open 429 though a slot is free.
-    const third = s.run("detail", async () => {
-      sendsAt.push(clock.t);
-      return "third";
-    }, signal);
+    const third = s.run(
+      "detail",
+      async () => {
+        sendsAt.push(clock.t);
+        return "third";
+      },
+      signal,
+    );
     await other;
     for (let i = 0; i < 20; i++) await Promise.resolve();
     expect(sendsAt).toHaveLength(2);

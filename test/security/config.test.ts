@@ -61,11 +61,17 @@ interface Mistake {
   never?: string[];
 }
 
-const cfg = (content: unknown, command = "sync") => () => [command, ...(command === "sync" ? ["--full"] : []), "--config", configFile(content)];
+const cfg =
+  (content: unknown, command = "sync") =>
+  () => [command, ...(command === "sync" ? ["--full"] : []), "--config", configFile(content)];
 
 const MISTAKES: Mistake[] = [
   // ---- unknown keys: named, with what is allowed there, and a typo's likely meaning
-  { name: "unknown top-level key (a typo)", args: cfg({ baseURL: "https://x" }), says: [/unknown key\(s\) "baseURL"; expected only "\$schema", "baseUrl", "db"/, /did you mean "baseUrl" for "baseURL"\?/] },
+  {
+    name: "unknown top-level key (a typo)",
+    args: cfg({ baseURL: "https://x" }),
+    says: [/unknown key\(s\) "baseURL"; expected only "\$schema", "baseUrl", "db"/, /did you mean "baseUrl" for "baseURL"\?/],
+  },
   { name: "unknown nested key", args: cfg({ http: { timeout: 5 } }), says: [/http: unknown key\(s\) "timeout"; expected only "connectTimeoutMs", "responseTimeoutMs", "maxResponseBytes"/] },
   { name: "unknown nested key (a typo)", args: cfg({ retry: { maxRetry: 3 } }), says: [/retry: unknown key\(s\) "maxRetry".*did you mean "maxRetries"/] },
   { name: "unknown key two levels down", args: cfg({ expectedWorkspace: { uuid: "x" } }), says: [/expectedWorkspace: unknown key\(s\) "uuid"; expected only "id", "name"/] },
@@ -83,11 +89,19 @@ const MISTAKES: Mistake[] = [
   { name: "a boolean where an object goes", args: cfg({ rateLimit: true }), says: [/rateLimit: Invalid input: expected object, received boolean/] },
   { name: "baseUrl a number", args: cfg({ baseUrl: 42 }), says: [/baseUrl: Invalid input: expected string, received number/] },
   { name: "daemon.listen without a port", args: cfg({ daemon: { listen: "localhost" } }), says: [/daemon\.listen: expected host:port such as 127\.0\.0\.1:9464/] },
-  { name: "every mistake of a file at once", args: cfg({ concurrency: "4", http: { timeout: 1 }, schedule: { full: "nightly" }, colour: 1 }), says: [/concurrency: .*expected number/, /http: unknown key\(s\) "timeout"/, /schedule\.full: expected a cron expression/, /unknown key\(s\) "colour"/] },
+  {
+    name: "every mistake of a file at once",
+    args: cfg({ concurrency: "4", http: { timeout: 1 }, schedule: { full: "nightly" }, colour: 1 }),
+    says: [/concurrency: .*expected number/, /http: unknown key\(s\) "timeout"/, /schedule\.full: expected a cron expression/, /unknown key\(s\) "colour"/],
+  },
   { name: "a top-level array", args: cfg([{ baseUrl: "https://x" }]), says: [/\(top level\): Invalid input: expected object, received array/] },
   { name: "not JSON", args: cfg("{ baseUrl: 'https://x' }"), says: [/config file .*config\.json is not valid JSON/] },
   { name: "an empty file", args: cfg(""), says: [/config file .*config\.json is not valid JSON/] },
-  { name: "/dev/zero as the config file (not a regular file; it was read until memory ran out)", args: () => ["sync", "--config", "/dev/zero"], says: [/config file \/dev\/zero is not a regular file/] },
+  {
+    name: "/dev/zero as the config file (not a regular file; it was read until memory ran out)",
+    args: () => ["sync", "--config", "/dev/zero"],
+    says: [/config file \/dev\/zero is not a regular file/],
+  },
   { name: "a directory as the config file", args: () => ["check", "--config", dir], says: [/is not a regular file \(--config \/ INVENTORY_CONFIG\)/] },
   { name: "a 2 MB config file", args: cfg(`{"logLevel": "info", "pad": "${"x".repeat(2 * 1024 * 1024)}"}`), says: [/config\.json is \d+ bytes, more than a config file's 1048576/] },
   { name: "a missing config file", args: () => ["sync", "--config", join(dir, "nope.json")], says: [/config file .*nope\.json does not exist \(--config \/ INVENTORY_CONFIG\)/] },
@@ -104,19 +118,53 @@ const MISTAKES: Mistake[] = [
   { name: "schedule.full as a number", args: cfg({ schedule: { full: 5 } }), says: [/schedule\.full: Invalid input: expected string, received number/] },
 
   // ---- the base URL, from each source
-  { name: "baseUrl (file) not a URL", args: cfg({ baseUrl: "inventory.example.com" }), env: () => ({ INVENTORY_BASE_URL: undefined }), says: [/baseUrl \(config file\): "inventory\.example\.com" is not a URL; expected e\.g\. https:\/\/api\.example\.com/] },
+  {
+    name: "baseUrl (file) not a URL",
+    args: cfg({ baseUrl: "inventory.example.com" }),
+    env: () => ({ INVENTORY_BASE_URL: undefined }),
+    says: [/baseUrl \(config file\): "inventory\.example\.com" is not a URL; expected e\.g\. https:\/\/api\.example\.com/],
+  },
   { name: "--base-url not http(s)", args: () => ["check", "--base-url", "ftp://inventory.example.com"], says: [/--base-url: expected an https:\/\/ URL, got ftp:/] },
   { name: "a file: base URL", args: () => ["check"], env: () => ({ INVENTORY_BASE_URL: "file:///etc/passwd" }), says: [/INVENTORY_BASE_URL: expected an https:\/\/ URL, got file:/] },
-  { name: "plain http to a non-loopback host (file)", args: cfg({ baseUrl: "http://inventory.example.com" }), env: () => ({ INVENTORY_BASE_URL: undefined }), says: [/baseUrl \(config file\): plain http:\/\/ is refused except to loopback addresses .*use https:\/\//] },
-  { name: "plain http to a private address (env)", args: () => ["check"], env: () => ({ INVENTORY_BASE_URL: "http://10.0.0.5:8080" }), says: [/INVENTORY_BASE_URL: plain http:\/\/ is refused except to loopback/] },
+  {
+    name: "plain http to a non-loopback host (file)",
+    args: cfg({ baseUrl: "http://inventory.example.com" }),
+    env: () => ({ INVENTORY_BASE_URL: undefined }),
+    says: [/baseUrl \(config file\): plain http:\/\/ is refused except to loopback addresses .*use https:\/\//],
+  },
+  {
+    name: "plain http to a private address (env)",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_BASE_URL: "http://10.0.0.5:8080" }),
+    says: [/INVENTORY_BASE_URL: plain http:\/\/ is refused except to loopback/],
+  },
   { name: "plain http to a name that only looks loopback", args: () => ["check", "--base-url", "http://127.0.0.1.nip.io"], says: [/--base-url: plain http:\/\/ is refused except to loopback/] },
   { name: "plain http to localhost.evil", args: () => ["check", "--base-url", "http://localhost.evil.example"], says: [/--base-url: plain http:\/\/ is refused/] },
-  { name: "a base URL with credentials", args: () => ["check", "--base-url", "https://me:hunter2-password@inventory.example.com"], says: [/--base-url: credentials in the URL are not supported; the key comes from INVENTORY_API_KEY/], never: ["hunter2-password"] },
-  { name: "a broken URL with credentials is not echoed", args: () => ["check", "--base-url", "https://me:hunter2-password@inv entory"], says: [/--base-url: "https:\/\/\*\*\*@inv entory" is not a URL/], never: ["hunter2-password"] },
-  { name: "a base URL with a query string", args: () => ["check", "--base-url", "https://inventory.example.com/?token=abc"], says: [/--base-url: the base URL must not have a query string or fragment/] },
+  {
+    name: "a base URL with credentials",
+    args: () => ["check", "--base-url", "https://me:hunter2-password@inventory.example.com"],
+    says: [/--base-url: credentials in the URL are not supported; the key comes from INVENTORY_API_KEY/],
+    never: ["hunter2-password"],
+  },
+  {
+    name: "a broken URL with credentials is not echoed",
+    args: () => ["check", "--base-url", "https://me:hunter2-password@inv entory"],
+    says: [/--base-url: "https:\/\/\*\*\*@inv entory" is not a URL/],
+    never: ["hunter2-password"],
+  },
+  {
+    name: "a base URL with a query string",
+    args: () => ["check", "--base-url", "https://inventory.example.com/?token=abc"],
+    says: [/--base-url: the base URL must not have a query string or fragment/],
+  },
 
   // ---- the database path
-  { name: "db (file, relative to the file) in a missing directory", args: cfg({ db: "missing/mirror.db" }), env: () => ({ INVENTORY_DB: undefined }), says: [/database directory .*cfg-\d+\/missing does not exist \(db: .*missing\/mirror\.db\); create it or choose another --db/] },
+  {
+    name: "db (file, relative to the file) in a missing directory",
+    args: cfg({ db: "missing/mirror.db" }),
+    env: () => ({ INVENTORY_DB: undefined }),
+    says: [/database directory .*cfg-\d+\/missing does not exist \(db: .*missing\/mirror\.db\); create it or choose another --db/],
+  },
   { name: "INVENTORY_DB in a missing directory", args: () => ["sync"], env: () => ({ INVENTORY_DB: join(dir, "no-such-dir", "x.db") }), says: [/database directory .*no-such-dir does not exist/] },
 
   // ---- flags
@@ -124,7 +172,11 @@ const MISTAKES: Mistake[] = [
   { name: "--max-rps zero", args: () => ["sync", "--max-rps", "0"], says: [/--max-rps: expected a positive number, got "0"/] },
   { name: "--max-requests zero", args: () => ["sync", "--max-requests", "0"], says: [/--max-requests: expected a whole number from 1 to/] },
   { name: "a stray argument", args: () => ["sync", "full"], says: [/unexpected argument "full" for 'sync'/] },
-  { name: "demo --log-level not a level", args: () => ["demo", "--log-level", "loud", "--db", join(dir, "demo-never", "d.db")], says: [/--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"/] },
+  {
+    name: "demo --log-level not a level",
+    args: () => ["demo", "--log-level", "loud", "--db", join(dir, "demo-never", "d.db")],
+    says: [/--log-level: expected one of fatal, error, warn, info, debug, trace, silent, got "loud"/],
+  },
 ];
 
 if (COMMANDS.some((c) => c.name === "daemon")) {
@@ -182,18 +234,77 @@ for (const [flag, args] of KEY_FLAGS) {
 
 /** The key's own variables. */
 MISTAKES.push(
-  { name: "both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE", args: () => ["check"], env: () => ({ INVENTORY_API_KEY_FILE: keyFile(`${KEY}\n`) }), says: [/both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE are set; set only one/] },
-  { name: "a missing key file", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: join(dir, "no-key-here") }), says: [/INVENTORY_API_KEY_FILE \(.*no-key-here\): the file does not exist; create it with the key on one line, or fix the path/] },
-  { name: "an empty key file", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("") }), says: [/INVENTORY_API_KEY_FILE \(.*\) is empty; expected the developer key/] },
-  { name: "a key file with only a newline", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("\n") }), says: [/INVENTORY_API_KEY_FILE \(.*\) is empty/] },
-  { name: "a key file of two lines", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile(`${KEY}\nsecond-line-s3cret\n`) }), says: [/INVENTORY_API_KEY_FILE \(.*\) holds whitespace inside the key; expected the key alone on one line/], never: ["second-line-s3cret", KEY] },
-  { name: "a key file that is a directory", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: dir }), says: [/INVENTORY_API_KEY_FILE \(.*\): not a regular file; expected a file holding the key on one line/] },
-  { name: "a key file far too large to be one", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("x".repeat(100_000)) }), says: [/INVENTORY_API_KEY_FILE \(.*\): 100000 bytes is too large for a key file/] },
-  { name: "a key with a space inside", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "imk_part one-s3cret" }), says: [/INVENTORY_API_KEY holds whitespace inside the key; expected the key alone on one line/], never: ["one-s3cret"] },
+  {
+    name: "both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY_FILE: keyFile(`${KEY}\n`) }),
+    says: [/both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE are set; set only one/],
+  },
+  {
+    name: "a missing key file",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: join(dir, "no-key-here") }),
+    says: [/INVENTORY_API_KEY_FILE \(.*no-key-here\): the file does not exist; create it with the key on one line, or fix the path/],
+  },
+  {
+    name: "an empty key file",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("") }),
+    says: [/INVENTORY_API_KEY_FILE \(.*\) is empty; expected the developer key/],
+  },
+  {
+    name: "a key file with only a newline",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("\n") }),
+    says: [/INVENTORY_API_KEY_FILE \(.*\) is empty/],
+  },
+  {
+    name: "a key file of two lines",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile(`${KEY}\nsecond-line-s3cret\n`) }),
+    says: [/INVENTORY_API_KEY_FILE \(.*\) holds whitespace inside the key; expected the key alone on one line/],
+    never: ["second-line-s3cret", KEY],
+  },
+  {
+    name: "a key file that is a directory",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: dir }),
+    says: [/INVENTORY_API_KEY_FILE \(.*\): not a regular file; expected a file holding the key on one line/],
+  },
+  {
+    name: "a key file far too large to be one",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: undefined, INVENTORY_API_KEY_FILE: keyFile("x".repeat(100_000)) }),
+    says: [/INVENTORY_API_KEY_FILE \(.*\): 100000 bytes is too large for a key file/],
+  },
+  {
+    name: "a key with a space inside",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: "imk_part one-s3cret" }),
+    says: [/INVENTORY_API_KEY holds whitespace inside the key; expected the key alone on one line/],
+    never: ["one-s3cret"],
+  },
   { name: "a key only of spaces", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "   " }), says: [/INVENTORY_API_KEY is empty; expected the developer key/] },
-  { name: "a key too short to be scrubbed from logs", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "abc" }), says: [/INVENTORY_API_KEY is 3 characters long; expected a developer key of at least 8/] },
-  { name: "a key with a quote (would escape past log scrubbing)", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: 'imk_"quoted"_s3cret' }), says: [/INVENTORY_API_KEY holds characters a developer key cannot contain; expected visible ASCII without quotes or backslashes/], never: ["quoted"] },
-  { name: "a key with non-ASCII characters", args: () => ["check"], env: () => ({ INVENTORY_API_KEY: "imk_schlüssel_s3cret" }), says: [/INVENTORY_API_KEY holds characters a developer key cannot contain/], never: ["schlüssel"] },
+  {
+    name: "a key too short to be scrubbed from logs",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: "abc" }),
+    says: [/INVENTORY_API_KEY is 3 characters long; expected a developer key of at least 8/],
+  },
+  {
+    name: "a key with a quote (would escape past log scrubbing)",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: 'imk_"quoted"_s3cret' }),
+    says: [/INVENTORY_API_KEY holds characters a developer key cannot contain; expected visible ASCII without quotes or backslashes/],
+    never: ["quoted"],
+  },
+  {
+    name: "a key with non-ASCII characters",
+    args: () => ["check"],
+    env: () => ({ INVENTORY_API_KEY: "imk_schlüssel_s3cret" }),
+    says: [/INVENTORY_API_KEY holds characters a developer key cannot contain/],
+    never: ["schlüssel"],
+  },
 );
 
 describe.concurrent("exit 2, a message naming the key and what was expected, and no request", () => {
@@ -360,7 +471,11 @@ describe("exit 4: another workspace, both shown, nothing written", () => {
     // The read-only look at the file's workspace leaves SQLite's side files behind (see the
     // report: store/db.ts peekDatabase), but no data: the WAL, if any, is empty.
     expect(filesBefore).toEqual(["mirror.db", "mirror.db.lock"]);
-    expect(readdirSync(d).filter((f) => !["mirror.db-wal", "mirror.db-shm"].includes(f)).sort()).toEqual(filesBefore);
+    expect(
+      readdirSync(d)
+        .filter((f) => !["mirror.db-wal", "mirror.db-shm"].includes(f))
+        .sort(),
+    ).toEqual(filesBefore);
     if (existsSync(`${db}-wal`)) expect(statSync(`${db}-wal`).size).toBe(0);
     // Only the workspace endpoint was asked.
     expect(other.stats().byEndpoint).toMatchObject({ workspace: 1, locations: 0, list: 0, detail: 0, history: 0 });

@@ -81,14 +81,15 @@ const CALLS: Record<EndpointName, (c: ApiClient, signal: AbortSignal) => Promise
 // ---------------------------------------------------------------------------------------------
 // What a parsed record must look like: a small shape language, checked after every success.
 
-type Shape =
-  | "uuid" | "str" | "str?" | "num" | "num?" | "int?" | "bool?" | "str[]?" | "scalar?" | "checked separately"
-  | { obj: Record<string, Shape> }
-  | { arr: Shape }
-  | { rec: Shape };
+type Shape = "uuid" | "str" | "str?" | "num" | "num?" | "int?" | "bool?" | "str[]?" | "scalar?" | "checked separately" | { obj: Record<string, Shape> } | { arr: Shape } | { rec: Shape };
 
 const SKU_SHAPE: Record<string, Shape> = {
-  id: "uuid", code: "str?", skuCode: "str?", name: "str?", barcode: "str?", unit: "str?",
+  id: "uuid",
+  code: "str?",
+  skuCode: "str?",
+  name: "str?",
+  barcode: "str?",
+  unit: "str?",
   product: { obj: { id: "str?", name: "str?", brand: "str?" } },
   options: { rec: "scalar?" },
 };
@@ -100,9 +101,21 @@ const SHAPES: Record<EndpointName, Shape> = {
       locations: {
         arr: {
           obj: {
-            id: "uuid", name: "str?", code: "str?", parentId: "str?", parentName: "str?", nodeKind: "str?", depth: "int?",
-            pathIds: "str[]?", pathNames: "str[]?", displayPath: "str?", isLeaf: "bool?", childCount: "int?", selectable: "bool?",
-            status: "str?", updatedAt: "str?",
+            id: "uuid",
+            name: "str?",
+            code: "str?",
+            parentId: "str?",
+            parentName: "str?",
+            nodeKind: "str?",
+            depth: "int?",
+            pathIds: "str[]?",
+            pathNames: "str[]?",
+            displayPath: "str?",
+            isLeaf: "bool?",
+            childCount: "int?",
+            selectable: "bool?",
+            status: "str?",
+            updatedAt: "str?",
           },
         },
       },
@@ -121,7 +134,9 @@ const SHAPES: Record<EndpointName, Shape> = {
       sku: { obj: SKU_SHAPE },
       selectedQuantity: "num?",
       totalQuantity: "num",
-      locations: { arr: { obj: { id: "uuid", name: "str?", code: "str?", parentId: "str?", quantity: "num", freshness: { obj: { status: "str?", lastReplayedAt: "str?", lastSourceKind: "str?" } } } } },
+      locations: {
+        arr: { obj: { id: "uuid", name: "str?", code: "str?", parentId: "str?", quantity: "num", freshness: { obj: { status: "str?", lastReplayedAt: "str?", lastSourceKind: "str?" } } } },
+      },
     },
   },
   history: {
@@ -129,8 +144,20 @@ const SHAPES: Record<EndpointName, Shape> = {
       items: {
         arr: {
           obj: {
-            kind: "str", occurredAt: "str", direction: "str?", quantity: "num", locationId: "str", locationName: "str?", locationCode: "str?",
-            eventId: "str?", eventTypeCode: "str?", eventTypeName: "str?", setSessionId: "str?", setTypeCode: "str?", observedQuantity: "num?", note: "str?",
+            kind: "str",
+            occurredAt: "str",
+            direction: "str?",
+            quantity: "num",
+            locationId: "str",
+            locationName: "str?",
+            locationCode: "str?",
+            eventId: "str?",
+            eventTypeCode: "str?",
+            eventTypeName: "str?",
+            setSessionId: "str?",
+            setTypeCode: "str?",
+            observedQuantity: "num?",
+            note: "str?",
           },
         },
       },
@@ -144,16 +171,26 @@ function violations(v: unknown, shape: Shape, path = "$"): string[] {
   const bad = (what: string) => [`${path}: expected ${what}, got ${v === undefined ? "undefined" : JSON.stringify(v)?.slice(0, 60)}`];
   const finite = (x: unknown) => typeof x === "number" && Number.isFinite(x);
   switch (shape) {
-    case "uuid": return typeof v === "string" && UUID_RE.test(v) ? [] : bad("a UUID");
-    case "str": return typeof v === "string" ? [] : bad("a string");
-    case "str?": return v === null || typeof v === "string" ? [] : bad("a string or null");
-    case "num": return finite(v) ? [] : bad("a finite number");
-    case "num?": return v === null || finite(v) ? [] : bad("a finite number or null");
-    case "int?": return v === null || (finite(v) && Number.isInteger(v)) ? [] : bad("an integer or null");
-    case "bool?": return v === null || typeof v === "boolean" ? [] : bad("a boolean or null");
-    case "str[]?": return v === null || (Array.isArray(v) && v.every((x) => typeof x === "string")) ? [] : bad("an array of strings or null");
-    case "scalar?": return v === null || ["string", "boolean"].includes(typeof v) || finite(v) ? [] : bad("a string, finite number, boolean or null");
-    case "checked separately": return [];
+    case "uuid":
+      return typeof v === "string" && UUID_RE.test(v) ? [] : bad("a UUID");
+    case "str":
+      return typeof v === "string" ? [] : bad("a string");
+    case "str?":
+      return v === null || typeof v === "string" ? [] : bad("a string or null");
+    case "num":
+      return finite(v) ? [] : bad("a finite number");
+    case "num?":
+      return v === null || finite(v) ? [] : bad("a finite number or null");
+    case "int?":
+      return v === null || (finite(v) && Number.isInteger(v)) ? [] : bad("an integer or null");
+    case "bool?":
+      return v === null || typeof v === "boolean" ? [] : bad("a boolean or null");
+    case "str[]?":
+      return v === null || (Array.isArray(v) && v.every((x) => typeof x === "string")) ? [] : bad("an array of strings or null");
+    case "scalar?":
+      return v === null || ["string", "boolean"].includes(typeof v) || finite(v) ? [] : bad("a string, finite number, boolean or null");
+    case "checked separately":
+      return [];
   }
   if ("obj" in shape) {
     if (typeof v !== "object" || v === null || Array.isArray(v)) return bad("an object");
@@ -188,10 +225,21 @@ const caseFor = (endpoint: EndpointName): fc.Arbitrary<Case> => {
       arbitrary: fc.record({
         status: fc.constantFrom(400, 401, 403, 404, 410, 422, 429, 500, 502, 503, 504),
         contentType: fc.constantFrom("application/json", "text/html", "text/plain"),
-        text: fc.oneof(adversarial.map(toText), adversarial.map((a) => toText({ error: { code: a, message: a } })), fc.string()),
+        text: fc.oneof(
+          adversarial.map(toText),
+          adversarial.map((a) => toText({ error: { code: a, message: a } })),
+          fc.string(),
+        ),
       }),
     },
-    { weight: 1, arbitrary: fc.record({ status: fc.constant(200), contentType: fc.constantFrom("text/html", "text/plain", "", "application/jsonx", "application/problem+json; charset=utf-8"), text: VALID[endpoint].map(toText) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        status: fc.constant(200),
+        contentType: fc.constantFrom("text/html", "text/plain", "", "application/jsonx", "application/problem+json; charset=utf-8"),
+        text: VALID[endpoint].map(toText),
+      }),
+    },
   );
 };
 
@@ -270,11 +318,17 @@ describe("ids and cursors in URLs", () => {
       fc.asyncProperty(idLike, fc.constantFrom("detail", "history", "list-scope", "history-scope"), async (id, where) => {
         requests.length = 0;
         const call =
-          where === "detail" ? client.detail(id, AbortSignal.timeout(5_000))
-          : where === "history" ? client.historyPage(id, {}, AbortSignal.timeout(5_000))
-          : where === "list-scope" ? client.listPage({ scopeLocationId: id }, AbortSignal.timeout(5_000))
-          : client.historyPage(SKU, { scopeLocationId: id }, AbortSignal.timeout(5_000));
-        const err = await call.then(() => null, (e: unknown) => e);
+          where === "detail"
+            ? client.detail(id, AbortSignal.timeout(5_000))
+            : where === "history"
+              ? client.historyPage(id, {}, AbortSignal.timeout(5_000))
+              : where === "list-scope"
+                ? client.listPage({ scopeLocationId: id }, AbortSignal.timeout(5_000))
+                : client.historyPage(SKU, { scopeLocationId: id }, AbortSignal.timeout(5_000));
+        const err = await call.then(
+          () => null,
+          (e: unknown) => e,
+        );
         if (!UUID_RE.test(id)) {
           // Empty scope means "no scope": not sent at all.
           if (id === "" && where.endsWith("scope")) return;
@@ -353,7 +407,10 @@ describe("bombs: a clear error with bounded memory", () => {
         reply = () => ({ body: bomb });
         const before = heapMb();
         const t0 = Date.now();
-        const err = await CALLS[endpoint](client, AbortSignal.timeout(10_000)).then(() => null, (e: unknown) => e);
+        const err = await CALLS[endpoint](client, AbortSignal.timeout(10_000)).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err).toBeInstanceOf(ApiError);
         expect((err as ApiError).message).toMatch(new RegExp(`^${endpoint}( \\(SKU [^)]+\\))?: the response nests deeper than ${MAX_JSON_DEPTH} levels \\(at character ${MAX_JSON_DEPTH}\\)`));
         expect(Date.now() - t0).toBeLessThan(2_000);
@@ -405,9 +462,14 @@ describe("bombs: a clear error with bounded memory", () => {
       });
       try {
         const before = heapMb();
-        const err = await client.workspace(AbortSignal.timeout(10_000)).then(() => null, (e: unknown) => e);
+        const err = await client.workspace(AbortSignal.timeout(10_000)).then(
+          () => null,
+          (e: unknown) => e,
+        );
         expect(err).toBeInstanceOf(ApiError);
-        expect((err as ApiError).message).toMatch(declared ? /^workspace: response of \d+ bytes exceeds the 1048576-byte cap \(http\.maxResponseBytes\)/ : /^workspace: response exceeds the 1048576-byte cap \(http\.maxResponseBytes\)/);
+        expect((err as ApiError).message).toMatch(
+          declared ? /^workspace: response of \d+ bytes exceeds the 1048576-byte cap \(http\.maxResponseBytes\)/ : /^workspace: response exceeds the 1048576-byte cap \(http\.maxResponseBytes\)/,
+        );
         expect(heapMb() - before).toBeLessThan(24);
         // The client stopped reading: the server never got to send the 64 MB.
         await new Promise((r) => setTimeout(r, 200));

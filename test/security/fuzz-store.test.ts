@@ -207,7 +207,10 @@ function checkWritten(skuId: string, before: ReturnType<typeof snapshot>, detail
   // The SKU row carries the detail.
   const sku = after.sku[0] as Row;
   expect([sku.name, sku.code, sku.barcode, sku.total_quantity, JSON.parse(sku.options as string)]).toEqual([
-    wellFormed(detail.sku.name), wellFormed(detail.sku.code), wellFormed(detail.sku.barcode), detail.totalQuantity,
+    wellFormed(detail.sku.name),
+    wellFormed(detail.sku.code),
+    wellFormed(detail.sku.barcode),
+    detail.totalQuantity,
     JSON.parse(wellFormed(JSON.stringify(detail.sku.options))!),
   ]);
 

@@ -153,7 +153,11 @@ interface RunContext {
   serverKey: string;
   cli(args: string[], extraEnv?: Record<string, string>): Promise<CliResult>;
   /** Start a long-running command, stop it with SIGTERM once its output matches `until` (or after `timeoutMs`). */
-  cliUntil(args: string[], until: RegExp, opts?: { timeoutMs?: number; extraEnv?: Record<string, string>; whileRunning?: (out: { stdout: string; stderr: string }) => Promise<void> }): Promise<CliResult>;
+  cliUntil(
+    args: string[],
+    until: RegExp,
+    opts?: { timeoutMs?: number; extraEnv?: Record<string, string>; whileRunning?: (out: { stdout: string; stderr: string }) => Promise<void> },
+  ): Promise<CliResult>;
   /**
    * For a command that reads the mirror: a `sync --full` into `db` first, under this scenario
    * (its key, faults and server), so the database holds what this failure path records.
@@ -270,7 +274,10 @@ it("every command in the COMMANDS table has a key-leak case (add one to CASES fo
   expect(unknown, `CASES for commands that no longer exist: ${unknown.join(", ")}`).toEqual([]);
   for (const [name, c] of Object.entries(CASES)) {
     for (const s of [...Object.keys(c.notApplicable ?? {}), ...(c.only?.names ?? [])]) {
-      expect(SCENARIOS.map((x) => x.name), `${name}: scenario "${s}" does not exist`).toContain(s);
+      expect(
+        SCENARIOS.map((x) => x.name),
+        `${name}: scenario "${s}" does not exist`,
+      ).toContain(s);
     }
   }
 });
@@ -381,7 +388,11 @@ async function runScenario(commandName: string, c: CommandCase, scenario: Scenar
           const r = await runCli(["sync", "--full", "--no-progress", "--config", configPath, ...DEBUG], { env, cwd: dir, timeoutMs: 30_000 });
           const copy = join(root, `prepared-${++runSeq}`);
           cpSync(dir, copy, { recursive: true });
-          const fired = sim ? Object.entries(sim.stats().faultsFired).filter(([, n]) => (n ?? 0) > 0).map(([k]) => k) : [];
+          const fired = sim
+            ? Object.entries(sim.stats().faultsFired)
+                .filter(([, n]) => (n ?? 0) > 0)
+                .map(([k]) => k)
+            : [];
           return { dir: copy, result: r, fired };
         })();
         preparedMirrors.set(scenario.name, prepared);
@@ -397,7 +408,12 @@ async function runScenario(commandName: string, c: CommandCase, scenario: Scenar
   };
   try {
     const result = await c.run(ctx);
-    if (sim) reported.push(...Object.entries(sim.stats().faultsFired).filter(([, n]) => (n ?? 0) > 0).map(([k]) => k));
+    if (sim)
+      reported.push(
+        ...Object.entries(sim.stats().faultsFired)
+          .filter(([, n]) => (n ?? 0) > 0)
+          .map(([k]) => k),
+      );
     return { result, ctx, firedKinds: reported, extra };
   } finally {
     await sim?.close();
@@ -500,7 +516,11 @@ async function runSimulateCommand(ctx: RunContext): Promise<CliResult> {
     await get("/v1/external/workspace", null);
     await get("/v1/external/workspace", `Bearer ${KEY}x`);
     const stats = (await get("/_sim/stats", `Bearer ${ctx.serverKey}`)) as { faultsFired?: Record<string, number> } | null;
-    ctx.reportFired(Object.entries(stats?.faultsFired ?? {}).filter(([, n]) => n > 0).map(([k]) => k));
+    ctx.reportFired(
+      Object.entries(stats?.faultsFired ?? {})
+        .filter(([, n]) => n > 0)
+        .map(([k]) => k),
+    );
   });
 }
 
@@ -600,8 +620,14 @@ describe("logger redaction: every shape a header or the key can take in a logged
     ["a Headers instance", (l) => l.debug({ headers: new Headers({ authorization: bearer }) }, "headers instance")],
     ["a Request", (l) => l.debug({ request: new Request("http://127.0.0.1/", { headers: { authorization: bearer } }) }, "request object")],
     ["an error with the header in its cause", (l) => l.error({ err: new Error("request failed", { cause: { headers: { authorization: bearer } } }) }, "failed")],
-    ["an error with an error cause carrying options", (l) => l.error({ err: new Error("fetch failed", { cause: new UndiciLikeError({ headers: { authorization: bearer }, path: "/v1" }) }) }, "failed")],
-    ["an axios-style error config", (l) => l.error({ err: Object.assign(new Error("401"), { config: { headers: { Authorization: bearer } }, request: { headers: { authorization: bearer } } }) }, "failed")],
+    [
+      "an error with an error cause carrying options",
+      (l) => l.error({ err: new Error("fetch failed", { cause: new UndiciLikeError({ headers: { authorization: bearer }, path: "/v1" }) }) }, "failed"),
+    ],
+    [
+      "an axios-style error config",
+      (l) => l.error({ err: Object.assign(new Error("401"), { config: { headers: { Authorization: bearer } }, request: { headers: { authorization: bearer } } }) }, "failed"),
+    ],
     ["an error passed directly", (l) => l.error(Object.assign(new Error(`server said: ${bearer}`), { response: { data: { echo: KEY } } }))],
     ["a response dump", (l) => l.debug({ response: { status: 401, body: `{"error":{"message":"bad key ${KEY}"}}`, headers: { "www-authenticate": `Bearer realm="x", error="${KEY}"` } } }, "response")],
     ["the message string", (l) => l.info(`calling the API with ${bearer} and ${KEY}`)],

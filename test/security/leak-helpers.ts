@@ -14,7 +14,7 @@ export interface Leak {
 }
 
 /** Every regular file under `dir`, recursively. */
-export function filesUnder(dir: string): string[] {
+function filesUnder(dir: string): string[] {
   const out: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const p = join(dir, entry.name);
@@ -25,7 +25,11 @@ export function filesUnder(dir: string): string[] {
 }
 
 function excerpt(text: string, at: number, needle: string): string {
-  return text.slice(Math.max(0, at - 80), at + needle.length + 80).split(needle).join("<NEEDLE>").replace(/\s+/g, " ");
+  return text
+    .slice(Math.max(0, at - 80), at + needle.length + 80)
+    .split(needle)
+    .join("<NEEDLE>")
+    .replace(/\s+/g, " ");
 }
 
 /** Lines of `text` that contain any needle. */

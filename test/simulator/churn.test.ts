@@ -26,7 +26,9 @@ function setup(seed = 77) {
   const stocked = (m: SimModel) =>
     m
       .groundTruth()
-      .skus.flatMap((s) => (s.detail.locations as any[]).filter((l) => l.freshness.status === "clean" && l.quantity > 2).map((l) => ({ sku: s.item.id as string, leaf: l.id as string, qty: l.quantity as number })));
+      .skus.flatMap((s) =>
+        (s.detail.locations as any[]).filter((l) => l.freshness.status === "clean" && l.quantity > 2).map((l) => ({ sku: s.item.id as string, leaf: l.id as string, qty: l.quantity as number })),
+      );
   return { model, gt, locs, leaves, rootOf, stocked, tick: (ms = 1000) => (clock += ms) };
 }
 
@@ -75,7 +77,10 @@ describe("single mutations", () => {
     const less = model.set(sku, leaf, qty - 2);
     expect(less).toMatchObject({ quantity: -2, direction: "out", observedQuantity: qty - 2 });
     const gt = model.groundTruth();
-    expect((entry(gt, sku)!.detail.locations as any[]).find((l) => l.id === leaf)).toMatchObject({ quantity: qty - 2, freshness: { status: "clean", lastSourceKind: "set", lastReplayedAt: less.occurredAt } });
+    expect((entry(gt, sku)!.detail.locations as any[]).find((l) => l.id === leaf)).toMatchObject({
+      quantity: qty - 2,
+      freshness: { status: "clean", lastSourceKind: "set", lastReplayedAt: less.occurredAt },
+    });
     expect(checkInvariants(gt)).toEqual([]);
     expect(() => model.set(sku, leaf, -1)).toThrow(RangeError);
   });

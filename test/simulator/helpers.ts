@@ -12,7 +12,12 @@ export interface Resp<T = any> {
   text: string;
 }
 
-export async function get<T = any>(sim: Pick<RunningSimulator, "baseUrl" | "apiKey">, path: string, params: Record<string, string | number | undefined | null> = {}, init: RequestInit & { key?: string | null } = {}): Promise<Resp<T>> {
+export async function get<T = any>(
+  sim: Pick<RunningSimulator, "baseUrl" | "apiKey">,
+  path: string,
+  params: Record<string, string | number | undefined | null> = {},
+  init: RequestInit & { key?: string | null } = {},
+): Promise<Resp<T>> {
   const url = new URL(sim.baseUrl + path);
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null) url.searchParams.set(k, String(v));
   const key = init.key === undefined ? sim.apiKey : init.key;
@@ -79,9 +84,7 @@ export async function walkHistory(sim: RunningSimulator, skuId: string, scopeLoc
 
 /** Active leaf ids under a location (or the whole workspace), from the /locations data alone. */
 export function leavesIn(locations: any[], scopeId: string | null): Set<string> {
-  return new Set(
-    locations.filter((l) => l.isLeaf && l.status === "active" && (scopeId === null || l.pathIds.includes(scopeId))).map((l) => l.id),
-  );
+  return new Set(locations.filter((l) => l.isLeaf && l.status === "active" && (scopeId === null || l.pathIds.includes(scopeId))).map((l) => l.id));
 }
 
 export function rootOfLeaf(locations: any[]): Map<string, string> {
@@ -210,7 +213,7 @@ export function checkInvariants(gt: GroundTruth): string[] {
   return problems;
 }
 
-export function skuPart(item: any): any {
+function skuPart(item: any): any {
   const { totalQuantity: _t, locationQuantities: _l, ...sku } = item;
   return sku;
 }

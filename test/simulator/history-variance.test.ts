@@ -58,7 +58,10 @@ describe("history profiles", () => {
     expect(row).toEqual(s.history[2]);
     const after = sim.groundTruth();
     const t = after.skus.find((x) => x.item.id === s.item.id)!;
-    expect(copies(t.history)).toEqual([[2, 3], [2, 4]]);
+    expect(copies(t.history)).toEqual([
+      [2, 3],
+      [2, 4],
+    ]);
     expect(checkInvariants(after)).toEqual([]);
   });
 });

@@ -97,7 +97,7 @@ describe("replay of served rows", () => {
     const lagging = served.skus.find((s) => Object.values(s.unreflected).some((n) => n > 0))!;
     const leaf = Object.keys(lagging.unreflected).find((k) => lagging.unreflected[k]! > 0)!;
     const rows = (lagging.history as any[]).filter((r) => r.locationId === leaf);
-    const changesQty = rows.slice(0, lagging.unreflected[leaf]).some((r) => r.kind === "set" ? r.quantity !== 0 : true);
+    const changesQty = rows.slice(0, lagging.unreflected[leaf]).some((r) => (r.kind === "set" ? r.quantity !== 0 : true));
     if (changesQty) expect(checkInvariants({ ...served, skus: [{ ...lagging, unreflected: { ...lagging.unreflected, [leaf]: 0 } }] })).not.toEqual([]);
     const withSet = served.skus.find((s) => (s.history as any[]).some((r) => r.kind === "set"))!;
     const corrupted = structuredClone(withSet);

@@ -46,9 +46,7 @@ describe("totals for every scope and stock state", () => {
         const walk = await walkList(sim, { scopeLocationId: scope, stockState: stockState === "all" ? undefined : stockState }, 100);
         for (const page of walk.pages) expect(ListResponse.safeParse(page).success).toBe(true);
         // expected membership from the ground truth's leaf quantities
-        const expected = gt.skus
-          .map((s) => ({ id: s.item.id, qty: scopedQty(s.detail, leaves) }))
-          .filter((x) => (stockState === "in_stock" ? x.qty > 0 : stockState === "empty" ? x.qty <= 0 : true));
+        const expected = gt.skus.map((s) => ({ id: s.item.id, qty: scopedQty(s.detail, leaves) })).filter((x) => (stockState === "in_stock" ? x.qty > 0 : stockState === "empty" ? x.qty <= 0 : true));
         expect(walk.items.map((i) => i.id)).toEqual(expected.map((x) => x.id));
         let sum = 0;
         for (const item of walk.items) {
@@ -70,7 +68,12 @@ describe("totals for every scope and stock state", () => {
         for (const rs of walk.locations) {
           const root = locs.find((l) => l.id === rs.id);
           expect(rs).toMatchObject({ name: root.name, code: root.code, childCount: root.childCount });
-          expect(rs.leafLocationIds.sort()).toEqual(locs.filter((l) => leaves.has(l.id) && rootOf.get(l.id) === rs.id).map((l) => l.id).sort());
+          expect(rs.leafLocationIds.sort()).toEqual(
+            locs
+              .filter((l) => leaves.has(l.id) && rootOf.get(l.id) === rs.id)
+              .map((l) => l.id)
+              .sort(),
+          );
           const withProjection = walk.items.filter((i) => (details.get(i.id)!.locations as any[]).some((l) => leaves.has(l.id) && rootOf.get(l.id) === rs.id));
           expect(rs.skuCount).toBe(withProjection.length);
           const total = walk.items.reduce((a, i) => a + i.locationQuantities[rs.id], 0);
@@ -150,7 +153,10 @@ describe("q filter", () => {
     for (const q of queries) {
       const walk = await walkList(sim, { q }, 100);
       const expected = gt.skus.filter((s) => fields(s).some((f) => f.toLowerCase().includes(q.toLowerCase()))).map((s) => s.item.id);
-      expect(walk.items.map((i) => i.id), q).toEqual(expected);
+      expect(
+        walk.items.map((i) => i.id),
+        q,
+      ).toEqual(expected);
       expect(walk.summary.skuCount).toBe(expected.length);
     }
     expect((await walkList(sim, { q: "shirt" }, 100)).items.length).toBeGreaterThan(0);

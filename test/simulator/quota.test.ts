@@ -4,15 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
-import {
-  createQuota,
-  FixedWindow,
-  quotaRetryAfter,
-  RETRY_AFTER_GRACE_MS,
-  RetryAfterLedger,
-  retryAfterDeadline,
-  TokenBucket,
-} from "../../src/simulator/quota.js";
+import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, TokenBucket } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";

@@ -25,7 +25,17 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function insertRun(r: { mode?: string; status: string; started: string; finished?: string | null; pid?: number; resumeAfter?: string | null; requests?: number; byEndpoint?: object; error?: string | null }): number {
+function insertRun(r: {
+  mode?: string;
+  status: string;
+  started: string;
+  finished?: string | null;
+  pid?: number;
+  resumeAfter?: string | null;
+  requests?: number;
+  byEndpoint?: object;
+  error?: string | null;
+}): number {
   const info = db
     .prepare(
       `INSERT INTO sync_runs (mode, started_at, finished_at, status, pid, skus_listed, skus_fetched, requests, requests_by_endpoint, responses_429, wait_ms, resume_after, error)
@@ -59,9 +69,7 @@ describe("readStatus", () => {
   function seedStock() {
     const now = "2026-03-01T10:00:00.000Z";
     db.prepare("INSERT INTO workspace (id, name, scope, checked_at) VALUES ('ws-1', 'Acme', 'read', ?)").run("2026-03-01T12:10:00.000Z");
-    const loc = db.prepare(
-      "INSERT INTO locations (id, name, display_path, is_leaf, first_seen_at, last_seen_at, deleted_at) VALUES (?, ?, ?, 1, ?, ?, ?)",
-    );
+    const loc = db.prepare("INSERT INTO locations (id, name, display_path, is_leaf, first_seen_at, last_seen_at, deleted_at) VALUES (?, ?, ?, 1, ?, ?, ?)");
     loc.run("L1", "Shelf 1", "WH / A / Shelf 1", now, now, null);
     loc.run("L2", "Shelf 2", "WH / A / Shelf 2", now, now, null);
     loc.run("L3", "Gone", "WH / Gone", now, now, now);
@@ -69,9 +77,7 @@ describe("readStatus", () => {
     sku.run("S1", "SKU-1", "One", now, now, null);
     sku.run("S2", "SKU-2", "Two", now, now, null);
     sku.run("S3", "SKU-3", "Deleted", now, now, now);
-    const q = db.prepare(
-      "INSERT INTO sku_location_quantities (sku_id, location_id, quantity, freshness_status, fetched_at, not_clean_since) VALUES (?, ?, 1, ?, ?, ?)",
-    );
+    const q = db.prepare("INSERT INTO sku_location_quantities (sku_id, location_id, quantity, freshness_status, fetched_at, not_clean_since) VALUES (?, ?, 1, ?, ?, ?)");
     q.run("S1", "L1", "dirty", now, "2026-03-01T09:00:00.000Z");
     q.run("S1", "L2", "clean", now, null);
     q.run("S2", "L1", "failed", now, "2026-03-01T08:00:00.000Z");
@@ -85,8 +91,10 @@ describe("readStatus", () => {
     const ok = insertRun({ mode: "full", status: "succeeded", started: "2026-03-01T11:00:00.000Z", finished: "2026-03-01T11:30:00.000Z" });
     const partial = insertRun({ status: "partial", started: "2026-03-01T12:00:00.000Z", finished: "2026-03-01T12:02:00.000Z", resumeAfter: "2026-03-01T12:30:00.000Z", error: "quota wall" });
     const running = insertRun({ status: "running", started: "2026-03-01T12:10:00.000Z", pid: 4242, byEndpoint: { workspace: 1, list: 3 } });
-    db.prepare("INSERT INTO sync_journal (run_id, at, kind, endpoint, status, retry_after, wait_ms, message) VALUES (?, ?, 'backoff', 'list', 429, '20', 20000, 'paused')")
-      .run(running, "2026-03-01T12:10:05.000Z");
+    db.prepare("INSERT INTO sync_journal (run_id, at, kind, endpoint, status, retry_after, wait_ms, message) VALUES (?, ?, 'backoff', 'list', 429, '20', 20000, 'paused')").run(
+      running,
+      "2026-03-01T12:10:05.000Z",
+    );
     const now = Date.parse("2026-03-01T12:10:10.000Z");
 
     const r = readStatus(db, { database: path, runs: 2, notCleanLimit: 2, now });
@@ -102,8 +110,15 @@ describe("readStatus", () => {
     expect(r.quota).toEqual({
       state: "paused",
       lastBackoff: {
-        runId: running, at: "2026-03-01T12:10:05.000Z", endpoint: "list", status: 429, retryAfter: "20", waitMs: 20000,
-        until: "2026-03-01T12:10:25.000Z", inForce: true, message: "paused",
+        runId: running,
+        at: "2026-03-01T12:10:05.000Z",
+        endpoint: "list",
+        status: 429,
+        retryAfter: "20",
+        waitMs: 20000,
+        until: "2026-03-01T12:10:25.000Z",
+        inForce: true,
+        message: "paused",
       },
       resumeAfter: { runId: partial, at: "2026-03-01T12:30:00.000Z", inForce: true },
     });
@@ -131,7 +146,14 @@ describe("readStatus", () => {
 
   it("an empty database", () => {
     const r = readStatus(db, { database: path, runs: 10, notCleanLimit: 20 });
-    expect(r).toMatchObject({ workspace: null, running: null, lastSuccess: null, runs: [], quota: { state: "clear", lastBackoff: null, resumeAfter: null }, notClean: { pairs: 0, skus: 0, shown: [] } });
+    expect(r).toMatchObject({
+      workspace: null,
+      running: null,
+      lastSuccess: null,
+      runs: [],
+      quota: { state: "clear", lastBackoff: null, resumeAfter: null },
+      notClean: { pairs: 0, skus: 0, shown: [] },
+    });
     expect(formatStatus(r)).toContain("workspace     (none yet)");
   });
 });

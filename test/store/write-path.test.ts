@@ -24,8 +24,20 @@ const detail = (id = SKU): DetailResponse =>
   }) as unknown as DetailResponse;
 const row = (n: number): HistoryRow =>
   ({
-    kind: "movement", occurredAt: `2026-01-0${n}T00:00:00.000Z`, direction: "in", quantity: 1, locationId: LEAF, locationName: "Bin", locationCode: "B",
-    eventId: `e${n}`, eventTypeCode: "receipt", eventTypeName: "Receipt", setSessionId: null, setTypeCode: null, observedQuantity: null, note: null,
+    kind: "movement",
+    occurredAt: `2026-01-0${n}T00:00:00.000Z`,
+    direction: "in",
+    quantity: 1,
+    locationId: LEAF,
+    locationName: "Bin",
+    locationCode: "B",
+    eventId: `e${n}`,
+    eventTypeCode: "receipt",
+    eventTypeName: "Receipt",
+    setSessionId: null,
+    setTypeCode: null,
+    observedQuantity: null,
+    note: null,
   }) as HistoryRow;
 
 let dir: string;
@@ -42,8 +54,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const listSku = (run: RunState, id = SKU) =>
-  store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, () => "new");
+const listSku = (run: RunState, id = SKU) => store.savePage(run, [{ ...detail(id).sku, totalQuantity: 3, locationQuantities: {} }] as never, null, () => "new");
 const count = (sql: string) => (db.prepare(sql).get() as { n: number }).n;
 
 describe("group commit", () => {
@@ -134,7 +145,10 @@ describe("the end of a list walk", () => {
     const last = await store.grouped(() => store.saveLastPage(run, [], (_i, _f, prev) => (prev ? "changed" : "new"), 1));
     expect(last).toEqual({ queued: [], deleted: 1 });
     expect(db.prepare("SELECT list_cursor, list_done, skus_deleted, skus_listed FROM sync_runs WHERE id = ?").get(run.id)).toEqual({
-      list_cursor: null, list_done: 1, skus_deleted: 1, skus_listed: 1,
+      list_cursor: null,
+      list_done: 1,
+      skus_deleted: 1,
+      skus_listed: 1,
     });
     expect(db.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL").all()).toEqual([{ id: OTHER }]);
   });

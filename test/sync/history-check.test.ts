@@ -4,8 +4,14 @@ import { unexplainedLeaves, type ReplayableRow } from "../../src/sync/history-ch
 
 const A = "11111111-1111-4111-8111-111111111111";
 const B = "22222222-2222-4222-8222-222222222222";
-const row = (locationId: string, occurredAt: string, kind: "movement" | "set", quantity: number, direction: string | null, observedQuantity: number | null = null): ReplayableRow =>
-  ({ locationId, occurredAt, kind, quantity, direction, observedQuantity });
+const row = (locationId: string, occurredAt: string, kind: "movement" | "set", quantity: number, direction: string | null, observedQuantity: number | null = null): ReplayableRow => ({
+  locationId,
+  occurredAt,
+  kind,
+  quantity,
+  direction,
+  observedQuantity,
+});
 const detail = (...locs: Array<[string, number, string?]>) => ({
   locations: locs.map(([id, quantity, status]) => ({ id, name: null, code: null, parentId: null, quantity, freshness: { status: status ?? "clean", lastReplayedAt: null, lastSourceKind: null } })),
 });
@@ -18,11 +24,7 @@ describe("unexplainedLeaves", () => {
   });
 
   it("the newest SET's observed count plus the rows above it; rows below it do not matter", () => {
-    const rows = [
-      row(A, "2026-01-05T00:00:00Z", "movement", 3, "in"),
-      row(A, "2026-01-04T00:00:00Z", "set", -4, null, 20),
-      row(A, "2026-01-01T00:00:00Z", "movement", 999, "in"),
-    ];
+    const rows = [row(A, "2026-01-05T00:00:00Z", "movement", 3, "in"), row(A, "2026-01-04T00:00:00Z", "set", -4, null, 20), row(A, "2026-01-01T00:00:00Z", "movement", 999, "in")];
     expect(unexplainedLeaves(rows, detail([A, 23]))).toEqual([]);
     expect(unexplainedLeaves(rows, detail([A, 20]))).toEqual([A]);
   });

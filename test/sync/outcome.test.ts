@@ -196,8 +196,7 @@ describe("decideOutcome and syncExitCode: the outcome table", () => {
 });
 
 describe("decideOutcome: what the journal says", () => {
-  const decide = (fatal: Error | null, extra: Partial<OutcomeInput> = {}) =>
-    decideOutcome({ fatal, stopReason: fatal ?? undefined, interrupted: false, failed: 0, maxRequests: 500, ...extra });
+  const decide = (fatal: Error | null, extra: Partial<OutcomeInput> = {}) => decideOutcome({ fatal, stopReason: fatal ?? undefined, interrupted: false, failed: 0, maxRequests: 500, ...extra });
 
   it("a quota wall names the time the next run may start, with the endpoint and status that met it", () => {
     const wall = new ApiError("quota", { kind: "quota-wall", endpoint: "history", status: 429, resumeAfter: WALL_AT });

@@ -83,4 +83,3 @@ export default async function daemon(v: CliValues): Promise<number> {
   }, EXIT_GRACE_MS).unref();
   return code;
 }
-

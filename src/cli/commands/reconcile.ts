@@ -58,4 +58,3 @@ function render(r: ReconcileReport): string {
   lines.push(r.ok ? "result: consistent" : `result: ${unexplained.length} unexplained mismatch(es)`);
   return lines.join("\n");
 }
-

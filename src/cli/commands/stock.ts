@@ -51,10 +51,20 @@ function render(r: StockAtResult): string {
   lines.push(`stock as of ${r.at}${where}, reconstructed from current quantities and history`);
   const approx = r.leaves.filter((l) => l.approximate).length;
   if (r.location) {
-    lines.push(table(["SKU", "name", "quantity"], r.skus.map((s) => [s.skuCode ?? s.skuId, s.skuName ?? "", fmt(s.quantity)]), [2]));
+    lines.push(
+      table(
+        ["SKU", "name", "quantity"],
+        r.skus.map((s) => [s.skuCode ?? s.skuId, s.skuName ?? "", fmt(s.quantity)]),
+        [2],
+      ),
+    );
   } else {
     lines.push(
-      table(["SKU", "location", "quantity"], r.leaves.map((l) => [l.skuCode ?? l.skuId, l.displayPath ?? l.locationId, fmt(l.quantity) + (l.approximate ? " *" : "")]), [2]),
+      table(
+        ["SKU", "location", "quantity"],
+        r.leaves.map((l) => [l.skuCode ?? l.skuId, l.displayPath ?? l.locationId, fmt(l.quantity) + (l.approximate ? " *" : "")]),
+        [2],
+      ),
     );
   }
   lines.push(`total ${fmt(r.total)} over ${r.skus.length} SKU(s), ${r.leaves.length} SKU × leaf row(s) with stock`);
@@ -70,6 +80,9 @@ export function table(head: string[], rows: string[][], rightAligned: number[] =
   if (rows.length === 0) return "(none)";
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
   const line = (r: string[]) =>
-    r.map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ").trimEnd();
+    r
+      .map((c, i) => (rightAligned.includes(i) ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return [line(head), ...rows.map(line)].join("\n");
 }

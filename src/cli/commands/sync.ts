@@ -13,8 +13,7 @@ export default async function sync(v: CliValues): Promise<number> {
   const { config, key, logger } = setup(v);
   const mode = v.full ? "full" : "incremental";
   const stop = abortOnSignals(logger);
-  const progress: ProgressSink =
-    process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
+  const progress: ProgressSink = process.stderr.isTTY && !v["no-progress"] && !v.json ? new TtyProgress() : new LogProgress(logger, DEFAULTS.progressIntervalMs);
   let result: SyncResult;
   try {
     result = await runSync({ mode, config, key, logger, signal: stop.signal, progress, ignoreQuotaWall: v["ignore-quota-wall"] === true });

@@ -52,8 +52,18 @@ function read() {
       if (!leaves.has(r.sku_id)) leaves.set(r.sku_id, []);
       leaves.get(r.sku_id).push([r.location_id, r.quantity]);
     }
-    const hist = new Map(db.prepare("SELECT sku_id, count(*) AS n FROM history GROUP BY sku_id").all().map((r) => [r.sku_id, r.n]));
-    const done = new Set(db.prepare("SELECT sku_id FROM sku_sync WHERE fetched_at IS NOT NULL").all().map((r) => r.sku_id));
+    const hist = new Map(
+      db
+        .prepare("SELECT sku_id, count(*) AS n FROM history GROUP BY sku_id")
+        .all()
+        .map((r) => [r.sku_id, r.n]),
+    );
+    const done = new Set(
+      db
+        .prepare("SELECT sku_id FROM sku_sync WHERE fetched_at IS NOT NULL")
+        .all()
+        .map((r) => r.sku_id),
+    );
     for (const [id, want] of Object.entries(truth)) {
       const got = (leaves.get(id) ?? []).sort((a, b) => (a[0] < b[0] ? -1 : 1));
       const n = hist.get(id) ?? 0;

@@ -30,7 +30,10 @@ const checks = [];
 const poll = setInterval(() => {
   if (!guard && existsSync(o.guardOnFile)) {
     guard = startWalGuard(o.db, {
-      capBytes: o.capBytes, intervalMs: o.intervalMs, maxWaitMs: o.maxWaitMs, maxBackoffMs: o.maxBackoffMs,
+      capBytes: o.capBytes,
+      intervalMs: o.intervalMs,
+      maxWaitMs: o.maxWaitMs,
+      maxBackoffMs: o.maxBackoffMs,
       onCheck: (c) => checks.push(c),
     });
   }
