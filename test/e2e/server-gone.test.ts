@@ -83,6 +83,6 @@ describe("a server that is not there at all", () => {
   it("check against a closed port says the server is unreachable (exit 1), after a few connection attempts", async () => {
     const r = await runCli(["check", "--config", config], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: "http://127.0.0.1:9" } });
     expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/the server at http:\/\/127\.0\.0\.1:9 is unreachable: \d+ attempts in [\d.]+ s failed to connect \(ECONNREFUSED\)/);
+    expect(r.stderr, r.stderr).toMatch(/the server at http:\/\/127\.0\.0\.1:9 is unreachable: \d+ attempts in [\d.]+ s failed to connect \(ECONNREFUSED\)/);
   });
 });
