@@ -108,7 +108,8 @@ export interface SchedulerStats {
   requests: number;
   byEndpoint: Record<string, number>;
   byStatus: Record<string, number>;
-  rateLimited: number;
+  /** Answers 429 (the quota), every attempt counted. */
+  responses429: number;
   unavailable: number;
   retries: number;
   /** Wall time during which all workers were paused by a 429/503. */
@@ -158,7 +159,7 @@ interface Waiter {
 }
 
 export class RequestScheduler {
-  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, rateLimited: 0, unavailable: 0, retries: 0, waitMs: 0 };
+  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
@@ -287,7 +288,7 @@ export class RequestScheduler {
       this.emit({ type: "failure", endpoint, status: err.status, message: err.message, attempts: tries.all });
       throw err;
     } else if (action === "pause-all-and-retry") {
-      this.stats.rateLimited++;
+      this.stats.responses429++;
       tries.rateLimited++;
       if (tries.rateLimited > this.opts.max429Retries) {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });

@@ -187,7 +187,7 @@ describe("request scheduler", () => {
     // Four sent at once (one got the 429); everything after waited the 2 s the server named.
     expect(sends.slice(0, 4)).toEqual([0, 0, 0, 0]);
     for (const t of sends.slice(4)) expect(t).toBeGreaterThanOrEqual(2_000);
-    expect(s.stats.rateLimited).toBe(1);
+    expect(s.stats.responses429).toBe(1);
     expect(s.stats.waitMs).toBeGreaterThanOrEqual(2_000);
   });
 
