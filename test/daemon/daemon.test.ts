@@ -36,6 +36,8 @@ function resultOf(mode: RunMode, over: Partial<SyncResult> = {}): SyncResult {
     skusDeleted: 0,
     locations: 5,
     historyRowsAdded: 7,
+    historyDeepWalks: 0,
+    repolledDetailOnly: 0,
     requests: 6,
     requestsByEndpoint: { workspace: 1, locations: 1, list: 2, detail: 1, history: 1 },
     requestsByStatus: { "2xx": 6 },

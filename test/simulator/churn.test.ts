@@ -332,7 +332,7 @@ describe("over HTTP", () => {
     const before = sim.groundTruth();
     const res = await fetch(`${sim.baseUrl}/_sim/churn?fraction=0.1`, { method: "POST", headers: { authorization: `Bearer ${sim.apiKey}` } });
     expect(res.status).toBe(200);
-    const summary = await res.json();
+    const summary = (await res.json()) as { picked: number; changedSkuIds: string[] };
     expect(summary.picked).toBe(Math.round(0.1 * before.skus.length));
     const after = sim.groundTruth();
     expect(checkInvariants(after)).toEqual([]);

@@ -48,7 +48,7 @@ export async function walkList(sim: RunningSimulator, params: Record<string, str
   const pages: any[] = [];
   let cursor: string | null = null;
   for (let guard = 0; guard < 100_000; guard++) {
-    const r = await get(sim, `${API}/inventory-status`, { ...params, limit, cursor });
+    const r: Resp<any> = await get(sim, `${API}/inventory-status`, { ...params, limit, cursor });
     if (r.status !== 200) throw new Error(`list ${JSON.stringify(params)} → ${r.status} ${r.text}`);
     pages.push(r.body);
     cursor = r.body.page.nextCursor;
@@ -65,7 +65,7 @@ export async function walkHistory(sim: RunningSimulator, skuId: string, scopeLoc
   let cursor: string | null = null;
   let prevPage = "";
   for (let guard = 0; guard < 100_000; guard++) {
-    const r = await get(sim, `${API}/inventory-status/${skuId}/history`, { scopeLocationId, limit, cursor });
+    const r: Resp<any> = await get(sim, `${API}/inventory-status/${skuId}/history`, { scopeLocationId, limit, cursor });
     if (r.status !== 200) throw new Error(`history ${skuId} → ${r.status} ${r.text}`);
     // A page identical to the previous one, or a cursor that comes back, means the keyset is off:
     // fail fast, don't loop. (One row equal to the previous page's last is legitimate: two lines

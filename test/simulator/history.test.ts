@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HistoryResponse } from "../../src/core/api-schemas.js";
 import { startSimulator, type GroundTruth, type RunningSimulator } from "../../src/simulator/index.js";
-import { API, checkInvariants, get, leavesIn, walkHistory } from "./helpers.js";
+import { API, checkInvariants, get, leavesIn, type Resp, walkHistory } from "./helpers.js";
 
 let sim: RunningSimulator;
 let gt: GroundTruth;
@@ -31,7 +31,7 @@ describe("history paging", () => {
       const pages: any[] = [];
       let cursor: string | null = null;
       do {
-        const r = await get(sim, `${API}/inventory-status/${big.item.id}/history`, { limit, cursor });
+        const r: Resp<any> = await get(sim, `${API}/inventory-status/${big.item.id}/history`, { limit, cursor });
         expect(r.status).toBe(200);
         expect(HistoryResponse.safeParse(r.body).success).toBe(true);
         pages.push(r.body);
@@ -83,7 +83,7 @@ describe("replay of served rows", () => {
     let pages = 0;
     do {
       pages++;
-      const r = await get(sim, `${API}/inventory-status`, { limit: 100, cursor });
+      const r: Resp<any> = await get(sim, `${API}/inventory-status`, { limit: 100, cursor });
       for (const i of r.body.items) items.set(i.id, i);
       cursor = r.body.page.nextCursor;
     } while (cursor && pages < 100);

@@ -6,7 +6,8 @@
 import { describe, expect, it } from "vitest";
 import { ListItem } from "../../src/core/api-schemas.js";
 import type { RunState } from "../../src/store/store.js";
-import { planFull, planIncremental, reverifyShare, type PreviousState } from "../../src/sync/planner.js";
+import { planFull, planIncremental, reverifyShare } from "../../src/sync/planner.js";
+import type { PreviousState } from "../../src/store/list.js";
 
 /** This run belongs to walk 7; walk 5 is an earlier one. */
 const THIS_WALK = 7;
