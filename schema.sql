@@ -1,5 +1,23 @@
 -- inventory-mirror: the complete current schema (generated from migrations/ by 'npm run schema'; do not edit by hand).
--- A database at this schema has PRAGMA user_version = 4.
+-- A database at this schema has PRAGMA user_version = 5.
+
+CREATE TABLE changes (
+  seq       INTEGER PRIMARY KEY AUTOINCREMENT, -- strictly increasing, in commit order
+  run_id    INTEGER NOT NULL,       -- sync_runs.id of the run whose unit of work made the change
+  at        TEXT NOT NULL,          -- when the unit of work wrote it (ISO 8601, UTC)
+  entity    TEXT NOT NULL,          -- sku | location | leaf_quantity | history
+  entity_id TEXT NOT NULL,          -- skus.id | locations.id | the leaf's location id | the SKU id (history)
+  sku_id    TEXT,                   -- leaf_quantity and history: the SKU; NULL otherwise
+  change    TEXT NOT NULL,          -- created | updated | deleted | revived | removed | appended
+  data      TEXT NOT NULL           -- JSON {"before": {...}|null, "after": {...}|null}
+);
+
+CREATE TABLE feed_consumers (
+  name          TEXT PRIMARY KEY,
+  confirmed_seq INTEGER NOT NULL DEFAULT 0, -- every change with seq <= this has been handled
+  registered_at TEXT NOT NULL,
+  confirmed_at  TEXT
+);
 
 CREATE TABLE "history" (
   sku_id            TEXT NOT NULL,
@@ -168,6 +186,8 @@ CREATE TABLE workspace (
   scope       TEXT,                      -- scope ("read")
   checked_at  TEXT NOT NULL              -- when a run last confirmed the key still points here
 );
+
+CREATE INDEX changes_at ON changes(at);
 
 CREATE INDEX history_location_time ON history(location_id, occurred_at);
 
@@ -365,4 +385,4 @@ BEGIN
   VALUES (new.rowid, new.name, new.code, new.sku_code, new.barcode, new.product_name, new.product_brand);
 END;
 
-PRAGMA user_version = 4;
+PRAGMA user_version = 5;

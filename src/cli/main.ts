@@ -18,6 +18,7 @@ const handlers: Record<string, () => Promise<{ default: CommandRun }>> = {
   status: () => import("./commands/status.js"),
   stock: () => import("./commands/stock.js"),
   reconcile: () => import("./commands/reconcile.js"),
+  changes: () => import("./commands/changes.js"),
 };
 
 export async function main(argv: string[]): Promise<number> {

@@ -128,6 +128,8 @@ export const COMMANDS: CommandDef[] = [
       "/healthz, /readyz (last success younger than daemon.readyMaxAgeSeconds) and /metrics (Prometheus) on daemon.listen.\n" +
       "Starts with an incremental sync when the database has no recent success. SIGTERM/SIGINT: stops scheduling,\n" +
       "interrupts the run in hand after its current transaction (the next run resumes it), exits 0.\n" +
+      "With feed.serve in the config file it also serves GET /changes?since=SEQ, the change feed as a long-poll (NDJSON;\n" +
+      'README, "The change feed"); beyond loopback that needs a bearer token from INVENTORY_FEED_TOKEN or INVENTORY_FEED_TOKEN_FILE.\n' +
       "The key comes from INVENTORY_API_KEY or INVENTORY_API_KEY_FILE (read again for every run). Logs: JSON lines on stderr.",
     options: [
       { name: "listen", type: "string", arg: "HOST:PORT", help: "where /healthz, /readyz and /metrics listen (default 127.0.0.1:9464). Env: INVENTORY_DAEMON_LISTEN; config: daemon.listen" },
@@ -187,6 +189,27 @@ export const COMMANDS: CommandDef[] = [
       DB,
       { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
       JSON_OUT,
+      HELP,
+    ],
+  },
+  {
+    name: "changes",
+    usage: "inventory-mirror changes [--since SEQ] [--follow] [--json] [--db FILE]",
+    summary: "print the change feed: what each committed unit of work changed, in commit order (no key, read-only)",
+    description:
+      "Every unit of work a sync commits (the locations tree, a list page, one SKU's detail and history, the end of a walk)\n" +
+      "appends what it changed to the database's change feed in the same transaction: SKU and location fields, leaf\n" +
+      "quantities, new and removed history rows, deletions and revivals, each with a sequence number (seq). This prints\n" +
+      "the changes after --since, oldest first, one per line (--json: one JSON object per line, NDJSON; shapes in\n" +
+      "docs/schema.md). Resume from the last seq you handled: nothing is skipped or reordered. With --follow it keeps\n" +
+      `printing as new runs commit (it looks every ${DEFAULTS.feedPollIntervalMs} ms) until SIGINT/SIGTERM. Reads the database only, so it works\n` +
+      "while the daemon or a sync writes. Exit 0; 1 when retention already pruned changes after --since; 2 on a usage error.",
+    options: [
+      { name: "since", type: "string", arg: "SEQ", help: "print the changes after this sequence number (default 0: all that are kept)" },
+      { name: "follow", type: "boolean", help: "keep printing new changes as runs commit them, until interrupted" },
+      JSON_OUT,
+      DB,
+      { name: "config", type: "string", arg: "FILE", help: "config file, for its db setting. Env: INVENTORY_CONFIG" },
       HELP,
     ],
   },

@@ -133,6 +133,15 @@ export const ConfigSchema = z.strictObject({
       readyMaxAgeSeconds: z.number().positive().default(DEFAULTS.readyMaxAgeSeconds),
     })
     .prefault({}),
+  /** The change feed: whether the daemon serves GET /changes, how long it waits, and the outbox's retention (store/outbox.ts). */
+  feed: z
+    .strictObject({
+      serve: z.boolean().default(DEFAULTS.feedServe),
+      longPollSeconds: z.number().positive().max(300).default(DEFAULTS.feedLongPollSeconds),
+      retentionDays: z.number().positive().default(DEFAULTS.feedRetentionDays),
+      retentionMaxChanges: positiveInt.default(DEFAULTS.feedRetentionMaxChanges),
+    })
+    .prefault({}),
 });
 /**
  * The resolved config: every key filled in, nested and in the units of the file (seconds in
@@ -425,7 +434,7 @@ function clip(s: string, max = 80): string {
 }
 
 /** Loopback: 127.0.0.0/8, ::1, localhost. Plain http is allowed only there. */
-function isLoopbackHost(hostname: string): boolean {
+export function isLoopbackHost(hostname: string): boolean {
   const h = hostname.replace(/^\[|\]$/g, "").toLowerCase();
   if (h === "localhost") return true;
   if (isIP(h) === 4) return h.startsWith("127.");
@@ -465,17 +474,28 @@ const MAX_KEY_FILE_BYTES = 16 * 1024;
 const MIN_KEY_LENGTH = 8;
 
 /**
+ * The bearer token the daemon's GET /changes requires: INVENTORY_FEED_TOKEN, or the contents
+ * of INVENTORY_FEED_TOKEN_FILE; null when neither is set. Checked and wrapped as the key is
+ * (a Secret: never printed, scrubbed from every log line), and, like the key, never read
+ * from the config file (a "token" key there is refused).
+ */
+export function loadFeedToken(env: NodeJS.ProcessEnv = process.env, warn: (msg: string) => void = () => {}): Secret | null {
+  if (!env.INVENTORY_FEED_TOKEN && !env.INVENTORY_FEED_TOKEN_FILE) return null;
+  return loadKey({ INVENTORY_API_KEY: env.INVENTORY_FEED_TOKEN, INVENTORY_API_KEY_FILE: env.INVENTORY_FEED_TOKEN_FILE }, warn, "INVENTORY_FEED_TOKEN");
+}
+
+/**
  * The developer key: INVENTORY_API_KEY, or the contents of INVENTORY_API_KEY_FILE
  * (one trailing newline trimmed). Warns through `warn` when the file is readable by
  * group or others. No message here ever contains the key's value.
  */
-export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string) => void = () => {}): Secret {
+export function loadKey(env: NodeJS.ProcessEnv = process.env, warn: (msg: string) => void = () => {}, name = "INVENTORY_API_KEY"): Secret {
   const direct = env.INVENTORY_API_KEY;
   const file = env.INVENTORY_API_KEY_FILE;
-  if (direct && file) throw new ConfigError("both INVENTORY_API_KEY and INVENTORY_API_KEY_FILE are set; set only one");
-  if (direct) return new Secret(checkKey(direct.trim(), "INVENTORY_API_KEY"));
+  if (direct && file) throw new ConfigError(`both ${name} and ${name}_FILE are set; set only one`);
+  if (direct) return new Secret(checkKey(direct.trim(), name));
   if (file) {
-    const what = `INVENTORY_API_KEY_FILE (${file})`;
+    const what = `${name}_FILE (${file})`;
     let st: ReturnType<typeof statSync>;
     try {
       st = statSync(file);

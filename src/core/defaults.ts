@@ -106,6 +106,30 @@ export const DEFAULTS = {
   daemonListen: "127.0.0.1:9464",
   /** /readyz fails when the last successful sync is older than this: six missed 5-minute ticks. */
   readyMaxAgeSeconds: 1800,
+  /** The daemon serves GET /changes only when feed.serve says so: it hands out the customer's stock. */
+  feedServe: false,
+  /**
+   * The change feed's retention by age: a week covers a consumer down over a long weekend,
+   * and the outbox of a busy workspace stays a fraction of its history table.
+   */
+  feedRetentionDays: 7,
+  /**
+   * The change feed's retention by size: beyond this many changes the oldest go (about one
+   * backfill of 100,000 SKUs with their leaves and history batches, a few hundred MB at most).
+   */
+  feedRetentionMaxChanges: 2_000_000,
+  /**
+   * How long GET /changes waits for a change before answering an empty page: under the
+   * 30-60 s idle timeouts of common proxies and load balancers, so a long-poll is not cut.
+   */
+  feedLongPollSeconds: 25,
+  /**
+   * How often `changes --follow` and a waiting /changes look for new changes: one indexed
+   * read-only query, cheap at twice a second, and a commit shows within half a second.
+   */
+  feedPollIntervalMs: 500,
+  /** Most changes in one /changes answer or one read of `changes` (a consumer asks again from the last seq). */
+  feedPageSize: 1_000,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */

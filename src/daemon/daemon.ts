@@ -44,6 +44,7 @@ import type { RunMode } from "../store/store.js";
 import { releaseWalFiles } from "../store/wal-files.js";
 import { LogProgress, type ProgressSink, type ProgressUpdate } from "../sync/progress.js";
 import { runSync, type SyncOptions, type SyncResult } from "../sync/sync.js";
+import { FeedEndpoint } from "./feed.js";
 import { startHttp, type DaemonHttp, type Readiness } from "./http.js";
 import { DaemonMetrics, type ErrorKind, type SkipReason } from "./metrics.js";
 import { dbStateReader, DbTickJournal, type StateReader, type TickJournal } from "./state.js";
@@ -75,6 +76,8 @@ export interface DaemonOptions {
   state?: StateReader;
   journal?: TickJournal;
   metrics?: DaemonMetrics;
+  /** The bearer token GET /changes requires (feed.serve); null or absent: none (loopback only). */
+  feedToken?: Secret | null;
   /** Where /healthz, /readyz and /metrics listen; default config.daemon.listen; false: no HTTP endpoint. */
   http?: { host: string; port: number } | false;
   /** Run the catch-up incremental sync on start when due (default true). */
@@ -112,6 +115,8 @@ export class Daemon {
   private started = false;
   private stopping: Promise<void> | null = null;
   private http: DaemonHttp | null = null;
+  private feed: FeedEndpoint | null = null;
+  private readonly feedToken: Secret | null;
   private current: InHand | null = null;
   private lastSuccessMs: number | null = null;
   private lastRun: Readiness["lastRun"] = null;
@@ -131,6 +136,7 @@ export class Daemon {
     this.trigger = opts.trigger ?? cronTrigger(opts.config.schedule, opts.logger);
     this.httpAt = opts.http ?? opts.config.daemon.listen;
     this.catchUp = opts.catchUp ?? true;
+    this.feedToken = opts.feedToken ?? null;
     this.metrics =
       opts.metrics ??
       new DaemonMetrics({
@@ -165,17 +171,22 @@ export class Daemon {
       this.wallStored = true;
     }
     if (this.httpAt) {
+      const feed = this.config.feed.serve ? new FeedEndpoint({ dbPath: this.config.db, token: this.feedToken, longPollMs: this.config.feed.longPollSeconds * 1000, host: this.httpAt.host }) : null;
+      this.feed = feed;
       this.http = await startHttp({
         host: this.httpAt.host,
         port: this.httpAt.port,
         metrics: this.metrics,
         readiness: () => this.readiness(),
         logger: this.logger,
+        ...(feed ? { changes: (req, res) => feed.handle(req, res) } : {}),
       });
       this.logger.info({ url: this.http.url, address: this.http.host, port: this.http.port }, `daemon listening on ${this.http.url} (/healthz, /readyz, /metrics)`);
     }
     if (this.ac.signal.aborted) {
       // stop() was called while the endpoint was starting.
+      this.feed?.close();
+      this.feed = null;
       await this.http?.close();
       this.http = null;
       return;
@@ -209,6 +220,8 @@ export class Daemon {
         this.logger.info({ mode: inHand.mode }, "stopping: interrupting the run in hand after its current transaction");
         await inHand.promise;
       }
+      this.feed?.close();
+      this.feed = null;
       await this.http?.close();
       this.http = null;
       this.releaseDatabase();

@@ -3,6 +3,7 @@
  *   GET /healthz  200 while the process is alive and its event loop answers
  *   GET /readyz   200 when the last successful sync is younger than daemon.readyMaxAgeSeconds, else 503 (JSON says why)
  *   GET /metrics  Prometheus text format
+ *   GET /changes  the change feed, a long-poll (feed.ts), when feed.serve is on
  * Anything else is 404 (405 for another method on a known path). HEAD works like GET.
  */
 import { DEFAULTS } from "../core/defaults.js";
@@ -31,6 +32,8 @@ export interface HttpOptions {
   metrics: DaemonMetrics;
   readiness: () => Readiness;
   logger: Logger;
+  /** GET /changes (feed.ts); absent: the path is unknown (404). */
+  changes?: (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 }
 
 export interface DaemonHttp {
@@ -89,12 +92,13 @@ function listen(server: Server, host: string, port: number): Promise<void> {
 async function handle(req: IncomingMessage, res: ServerResponse, opts: HttpOptions): Promise<void> {
   const path = (req.url ?? "/").split("?")[0];
   const head = req.method === "HEAD";
-  const known = path === "/healthz" || path === "/readyz" || path === "/metrics";
+  const known = path === "/healthz" || path === "/readyz" || path === "/metrics" || (path === "/changes" && opts.changes !== undefined);
   if (!known) return send(res, 404, "text/plain; charset=utf-8", "not found: try /healthz, /readyz or /metrics\n", head);
-  if (req.method !== "GET" && !head) {
-    res.setHeader("Allow", "GET, HEAD");
+  if (req.method !== "GET" && (!head || path === "/changes")) {
+    res.setHeader("Allow", path === "/changes" ? "GET" : "GET, HEAD");
     return send(res, 405, "text/plain; charset=utf-8", "method not allowed\n", head);
   }
+  if (path === "/changes") return opts.changes!(req, res);
   switch (path) {
     case "/healthz":
       return send(res, 200, "text/plain; charset=utf-8", "ok\n", head);

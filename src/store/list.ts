@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import * as cryptoModule from "node:crypto";
 import type { DetailResponse, ListItem, ListResponse, LocationNode } from "../core/api-schemas.js";
 import type { DB } from "./db.js";
+import type { Fields, Outbox } from "./outbox.js";
 import type { RunState } from "./runs.js";
 
 /** What the store remembers of a listed SKU, as the planner reads it (sku_sync and its leaves). */
@@ -80,6 +81,58 @@ export function skuParams(s: DetailResponse["sku"], totalQuantity: number, now: 
   };
 }
 
+/** The fields of a locations row the feed reports (not our bookkeeping: first/last seen, misses). */
+function locationFields(n: LocationNode): Fields {
+  return {
+    name: n.name,
+    code: n.code,
+    parent_id: n.parentId,
+    parent_name: n.parentName,
+    node_kind: n.nodeKind,
+    depth: n.depth,
+    path_ids: json(n.pathIds),
+    path_names: json(n.pathNames),
+    display_path: n.displayPath,
+    is_leaf: bool(n.isLeaf),
+    child_count: n.childCount,
+    selectable: bool(n.selectable),
+    status: n.status,
+    updated_at: n.updatedAt,
+    deleted_at: null,
+  };
+}
+
+/** The fields of a skus row the feed reports, with the list's root quantities (sku_root_quantities). */
+function skuFields(item: ListItem): Fields {
+  return {
+    code: item.code,
+    sku_code: item.skuCode,
+    name: item.name,
+    barcode: item.barcode,
+    unit: item.unit,
+    product_id: item.product.id,
+    product_name: item.product.name,
+    product_brand: item.product.brand,
+    options: JSON.stringify(item.options),
+    total_quantity: item.totalQuantity,
+    deleted_at: null,
+    root_quantities: sortedObject(item.locationQuantities),
+  };
+}
+
+const sortedObject = (o: Record<string, number>) =>
+  Object.fromEntries(
+    Object.keys(o)
+      .sort()
+      .map((k) => [k, o[k]!]),
+  );
+
+/** A stored skus row's fields as `skuFields` gives them (root_quantities: JSON object from SQL). */
+function storedSkuFields(row: (Fields & { root_quantities: string | null }) | undefined): Fields | undefined {
+  if (!row) return undefined;
+  return { ...row, root_quantities: sortedObject(row.root_quantities ? (JSON.parse(row.root_quantities) as Record<string, number>) : {}) };
+}
+
 function prepareList(db: DB) {
   const p = (sql: string) => db.prepare(sql);
   return {
@@ -93,7 +146,12 @@ function prepareList(db: DB) {
         child_count = excluded.child_count, selectable = excluded.selectable, status = excluded.status,
         updated_at = excluded.updated_at, last_seen_at = excluded.last_seen_at, missed_walks = 0, deleted_at = NULL`),
     missLocations: p(`UPDATE locations SET missed_walks = missed_walks + 1 WHERE last_seen_at < ? AND deleted_at IS NULL`),
-    deleteMissedLocations: p(`UPDATE locations SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ?`),
+    deleteMissedLocations: p(`UPDATE locations SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ? RETURNING id`),
+    locationsBefore: p(`SELECT id, name, code, parent_id, parent_name, node_kind, depth, path_ids, path_names, display_path, is_leaf,
+        child_count, selectable, status, updated_at, deleted_at FROM locations`),
+    skuBefore: p(`SELECT code, sku_code, name, barcode, unit, product_id, product_name, product_brand, options, total_quantity, deleted_at,
+        (SELECT json_group_object(root_location_id, quantity) FROM sku_root_quantities WHERE sku_id = @id) AS root_quantities
+      FROM skus WHERE id = @id`),
     setLocationsSeen: p("UPDATE sync_runs SET locations_seen = ? WHERE id = ?"),
 
     upsertSku: p(`INSERT INTO skus (id, code, sku_code, name, barcode, unit, product_id, product_name, product_brand, options,
@@ -117,7 +175,7 @@ function prepareList(db: DB) {
 
     missSkus: p(`UPDATE skus SET missed_walks = missed_walks + 1
       WHERE deleted_at IS NULL AND id IN (SELECT sku_id FROM sku_sync WHERE listed_walk_id IS NOT ? )`),
-    deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ?`),
+    deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ? RETURNING id`),
     unqueueDeleted: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id IN (SELECT id FROM skus WHERE deleted_at IS NOT NULL)`),
     setSkusDeleted: p("UPDATE sync_runs SET skus_deleted = ? WHERE id = ?"),
   };
@@ -127,7 +185,10 @@ function prepareList(db: DB) {
 export class ListWriter {
   private readonly s;
 
-  constructor(private readonly db: DB) {
+  constructor(
+    private readonly db: DB,
+    private readonly outbox: Outbox,
+  ) {
     this.s = prepareList(db);
   }
 
@@ -135,7 +196,9 @@ export class ListWriter {
   saveLocations(runId: number, nodes: LocationNode[], deleteAfterMisses: number): { seen: number; deleted: number } {
     return this.db.transaction(() => {
       const now = iso();
+      const before = new Map((this.s.locationsBefore.all() as Array<Fields & { id: string }>).map(({ id, ...f }) => [id, f as Fields]));
       for (const n of nodes) {
+        this.outbox.row(runId, now, "location", n.id, null, before.get(n.id), locationFields(n));
         this.s.upsertLocation.run({
           id: n.id,
           name: n.name,
@@ -156,7 +219,9 @@ export class ListWriter {
         });
       }
       this.s.missLocations.run(now);
-      const deleted = this.s.deleteMissedLocations.run(now, deleteAfterMisses).changes;
+      const gone = this.s.deleteMissedLocations.all(now, deleteAfterMisses) as Array<{ id: string }>;
+      for (const { id } of gone) this.outbox.row(runId, now, "location", id, null, { deleted_at: null }, { deleted_at: now });
+      const deleted = gone.length;
       this.s.setLocationsSeen.run(nodes.length, runId);
       return { seen: nodes.length, deleted };
     })();
@@ -172,6 +237,7 @@ export class ListWriter {
       const now = iso();
       const queued: Array<Queued<R>> = [];
       for (const item of items) {
+        this.outbox.row(run.id, now, "sku", item.id, null, storedSkuFields(this.s.skuBefore.get({ id: item.id }) as never), skuFields(item));
         this.s.upsertSku.run(skuParams(item, item.totalQuantity, now));
         this.s.deleteRootQty.run(item.id);
         for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
@@ -203,7 +269,10 @@ export class ListWriter {
    */
   private finishListWalk(run: RunState, deleteAfterMisses: number): number {
     this.s.missSkus.run(run.walkId);
-    const deleted = this.s.deleteMissedSkus.run(iso(), deleteAfterMisses).changes;
+    const now = iso();
+    const gone = this.s.deleteMissedSkus.all(now, deleteAfterMisses) as Array<{ id: string }>;
+    for (const { id } of gone) this.outbox.row(run.id, now, "sku", id, null, { deleted_at: null }, { deleted_at: now });
+    const deleted = gone.length;
     this.s.unqueueDeleted.run();
     this.s.setSkusDeleted.run(deleted, run.id);
     return deleted;

@@ -9,6 +9,7 @@ import { scanNotReflected } from "../core/api-schemas.js";
 import { redactSecrets } from "../core/secret.js";
 import type { DB } from "./db.js";
 import { sha1Hex, skuParams } from "./list.js";
+import type { Fields, Outbox } from "./outbox.js";
 import type { JournalEntry, RunState } from "./runs.js";
 
 const iso = () => new Date().toISOString();
@@ -83,6 +84,29 @@ export interface SkuSaved {
 
 type Journal = (runId: number, e: JournalEntry) => void;
 
+/** A history row's fields as the feed reports them: the history table's columns but sku_id. */
+function historyFields(k: HistoryCopyKey, r: HistoryRow, runId: number): Fields {
+  return {
+    row_key: k.rowKey,
+    dup_index: k.dupIndex,
+    kind: r.kind,
+    occurred_at: r.occurredAt,
+    direction: r.direction,
+    quantity: r.quantity,
+    location_id: r.locationId,
+    location_name: r.locationName,
+    location_code: r.locationCode,
+    event_id: r.eventId,
+    event_type_code: r.eventTypeCode,
+    event_type_name: r.eventTypeName,
+    set_session_id: r.setSessionId,
+    set_type_code: r.setTypeCode,
+    observed_quantity: r.observedQuantity,
+    note: r.note,
+    first_seen_run_id: runId,
+  };
+}
+
 function prepareSku(db: DB) {
   const p = (sql: string) => db.prepare(sql);
   return {
@@ -95,7 +119,10 @@ function prepareSku(db: DB) {
         OR unit IS NOT @unit OR product_id IS NOT @productId OR product_name IS NOT @productName
         OR product_brand IS NOT @productBrand OR options IS NOT @options OR total_quantity IS NOT @totalQuantity
         OR deleted_at IS NOT NULL)`),
-    getLocQty: p("SELECT location_id, not_clean_since FROM sku_location_quantities WHERE sku_id = ?"),
+    getLocQty: p(`SELECT location_id, quantity, freshness_status, freshness_last_replayed_at, freshness_last_source_kind, location_name,
+        location_code, parent_id, not_clean_since FROM sku_location_quantities WHERE sku_id = ?`),
+    skuBefore: p(`SELECT code, sku_code, name, barcode, unit, product_id, product_name, product_brand, options, total_quantity, deleted_at
+      FROM skus WHERE id = ?`),
     deleteLocQty: p("DELETE FROM sku_location_quantities WHERE sku_id = ? AND location_id = ?"),
     upsertLocQty: p(`INSERT INTO sku_location_quantities (sku_id, location_id, quantity, freshness_status, freshness_last_replayed_at,
         freshness_last_source_kind, location_name, location_code, parent_id, fetched_at, not_clean_since)
@@ -111,7 +138,7 @@ function prepareSku(db: DB) {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     countHistory: p("SELECT count(*) AS n FROM history WHERE sku_id = ?"),
     historyKeys: p("SELECT row_key, dup_index FROM history WHERE sku_id = ?"),
-    deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ?"),
+    deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ? RETURNING *"),
     skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
     // A re-poll that stored the detail only: done in this walk, but fetched_at (when detail and
     // history were last stored, which re-verification goes by) stays.
@@ -136,6 +163,7 @@ export class SkuWriter {
   constructor(
     private readonly db: DB,
     private readonly journal: Journal,
+    private readonly outbox: Outbox,
   ) {
     this.s = prepareSku(db);
   }
@@ -148,9 +176,9 @@ export class SkuWriter {
   saveSku(run: RunState, skuId: string, detail: DetailResponse, history: HistoryRow[], complete = false, opts: { historyWalked?: boolean } = {}): SkuSaved {
     return this.db.transaction((): SkuSaved => {
       const now = iso();
-      this.s.updateSkuFromDetail.run(skuParams(detail.sku, detail.totalQuantity, now));
-      const notClean = this.saveLeaves(skuId, detail, now);
-      const { rowsAdded, rowsRemoved } = this.saveHistory(run, skuId, history, complete);
+      this.saveSkuRow(run.id, skuId, detail, now);
+      const notClean = this.saveLeaves(run.id, skuId, detail, now);
+      const { rowsAdded, rowsRemoved } = this.saveHistory(run, skuId, history, complete, now);
       for (const loc of notClean) {
         this.journal(run.id, {
           kind: "freshness",
@@ -166,13 +194,47 @@ export class SkuWriter {
     })();
   }
 
-  /** The detail's leaves replace the stored ones; returns those whose freshness is not clean. */
-  private saveLeaves(skuId: string, detail: DetailResponse, now: string): DetailResponse["locations"] {
-    const before = new Map((this.s.getLocQty.all(skuId) as Array<{ location_id: string; not_clean_since: string | null }>).map((r) => [r.location_id, r.not_clean_since]));
+  /** The detail's SKU fields, written (and fed) only when something differs from the row the list page left. */
+  private saveSkuRow(runId: number, skuId: string, detail: DetailResponse, now: string): void {
+    const params = skuParams(detail.sku, detail.totalQuantity, now);
+    const before = this.s.skuBefore.get(skuId) as Fields | undefined;
+    if (this.s.updateSkuFromDetail.run(params).changes === 0) return;
+    const after: Fields = {
+      code: params.code,
+      sku_code: params.skuCode,
+      name: params.name,
+      barcode: params.barcode,
+      unit: params.unit,
+      product_id: params.productId,
+      product_name: params.productName,
+      product_brand: params.productBrand,
+      options: params.options,
+      total_quantity: params.totalQuantity,
+      deleted_at: null,
+    };
+    this.outbox.row(runId, now, "sku", skuId, null, before, after);
+  }
+
+  /** The detail's leaves replace the stored ones (each changed leaf fed); returns those whose freshness is not clean. */
+  private saveLeaves(runId: number, skuId: string, detail: DetailResponse, now: string): DetailResponse["locations"] {
+    type Leaf = Fields & { location_id: string; not_clean_since: string | null };
+    const before = new Map((this.s.getLocQty.all(skuId) as Leaf[]).map(({ location_id, ...f }) => [location_id, f as Leaf]));
     const notClean: DetailResponse["locations"] = [];
     for (const loc of detail.locations) {
       const dirty = scanNotReflected(loc.freshness.status);
       if (dirty) notClean.push(loc);
+      const was = before.get(loc.id);
+      const after: Fields = {
+        quantity: loc.quantity,
+        freshness_status: loc.freshness.status,
+        freshness_last_replayed_at: loc.freshness.lastReplayedAt,
+        freshness_last_source_kind: loc.freshness.lastSourceKind,
+        location_name: loc.name,
+        location_code: loc.code,
+        parent_id: loc.parentId,
+        not_clean_since: dirty ? (was?.not_clean_since ?? now) : null,
+      };
+      this.outbox.row(runId, now, "leaf_quantity", loc.id, skuId, was, after);
       this.s.upsertLocQty.run(
         skuId,
         loc.id,
@@ -184,25 +246,28 @@ export class SkuWriter {
         loc.code,
         loc.parentId,
         now,
-        dirty ? (before.get(loc.id) ?? now) : null,
+        after.not_clean_since,
       );
       before.delete(loc.id);
     }
-    for (const gone of before.keys()) this.s.deleteLocQty.run(skuId, gone);
+    for (const [gone, was] of before) {
+      this.s.deleteLocQty.run(skuId, gone);
+      this.outbox.removed(runId, now, "leaf_quantity", gone, skuId, was);
+    }
     return notClean;
   }
 
-  private saveHistory(run: RunState, skuId: string, history: HistoryRow[], complete: boolean): { rowsAdded: number; rowsRemoved: number } {
+  private saveHistory(run: RunState, skuId: string, history: HistoryRow[], complete: boolean, now: string): { rowsAdded: number; rowsRemoved: number } {
     // Every copy of a row identical to another is stored (history is a multiset): copy n of
     // a content is (row_key, n), counted over this fetch in the server's order.
-    let rowsAdded = 0;
+    const added: Fields[] = [];
     const copies = historyCopies(history);
     const keys = complete ? new Set<string>() : null;
     for (let i = 0; i < history.length; i++) {
       const r = history[i]!;
       const k = copies[i]!;
       keys?.add(copyId(k));
-      rowsAdded += this.s.insertHistory.run(
+      const inserted = this.s.insertHistory.run(
         skuId,
         k.rowKey,
         k.dupIndex,
@@ -222,18 +287,25 @@ export class SkuWriter {
         r.note,
         run.id,
       ).changes;
+      if (inserted) added.push(historyFields(k, r, run.id));
     }
     // A complete walk is the SKU's whole history as the server has it now: a stored row it
     // no longer returns was rewritten (a SET's delta changes when a late row lands before
     // it) or withdrawn, and goes (so does a copy the server no longer has as many of). The
     // count tells cheaply whether there is any such row.
-    let rowsRemoved = 0;
+    const removed: Fields[] = [];
     if (keys && (this.s.countHistory.get(skuId) as { n: number }).n > keys.size) {
       for (const { row_key, dup_index } of this.s.historyKeys.all(skuId) as Array<{ row_key: string; dup_index: number }>) {
-        if (!keys.has(copyId({ rowKey: row_key, dupIndex: dup_index }))) rowsRemoved += this.s.deleteHistoryRow.run(skuId, row_key, dup_index).changes;
+        if (keys.has(copyId({ rowKey: row_key, dupIndex: dup_index }))) continue;
+        const gone = this.s.deleteHistoryRow.get(skuId, row_key, dup_index) as Fields | undefined;
+        if (gone) {
+          const { sku_id: _sku, ...fields } = gone;
+          removed.push(fields);
+        }
       }
     }
-    return { rowsAdded, rowsRemoved };
+    this.outbox.history(run.id, now, skuId, added, removed);
+    return { rowsAdded: added.length, rowsRemoved: removed.length };
   }
 
   /** Detail/history kept failing: journal it; the SKU stays queued for the next run. */
@@ -248,8 +320,9 @@ export class SkuWriter {
   /** The server says the SKU does not exist (404 on detail): it is gone, not failed. */
   skuVanished(runId: number, skuId: string): void {
     this.db.transaction(() => {
+      const now = iso();
       this.s.skuVanished.run(skuId);
-      this.s.markSkuDeleted.run(iso(), skuId);
+      if (this.s.markSkuDeleted.run(now, skuId).changes) this.outbox.row(runId, now, "sku", skuId, null, { deleted_at: null }, { deleted_at: now });
       this.journal(runId, { kind: "sku_vanished", skuId, endpoint: "detail", status: 404, message: "listed, but detail answered 404: marked deleted" });
     })();
   }

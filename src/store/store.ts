@@ -11,12 +11,14 @@
  *   sku.ts             one SKU's detail + history, its failure or disappearance
  *   history-indexes.ts the history's BI indexes during a backfill
  *   group-commit.ts    units finished together share one COMMIT
+ *   outbox.ts          the change feed each unit appends to, its consumers and retention
  *   status.ts          the read model of `status`, /readyz and /metrics (its own connections)
  */
 import type { DetailResponse, HistoryRow, ListItem, ListResponse, LocationNode, WorkspaceResponse } from "../core/api-schemas.js";
 import type { DB } from "./db.js";
 import { GroupCommit } from "./group-commit.js";
 import { HistoryIndexes } from "./history-indexes.js";
+import { confirmFeedConsumer, Outbox, pruneChanges, registerFeedConsumer, type Retention } from "./outbox.js";
 import { ListWriter, saveSnapshot, WalkQueue, type PlanDecision, type Queued } from "./list.js";
 import { RunWriter, type JournalEntry, type RunCounters, type RunMode, type RunPlan, type RunState, type RunStatus } from "./runs.js";
 import { SkuWriter, type HistoryCopyKey, type SkuSaved, type StoredReplayRow } from "./sku.js";
@@ -35,9 +37,10 @@ export class Store {
 
   constructor(private readonly db: DB) {
     this.runs = new RunWriter(db);
-    this.list = new ListWriter(db);
+    const outbox = new Outbox(db);
+    this.list = new ListWriter(db, outbox);
     this.queue = new WalkQueue(db);
-    this.sku = new SkuWriter(db, (runId, e) => this.runs.journal(runId, e));
+    this.sku = new SkuWriter(db, (runId, e) => this.runs.journal(runId, e), outbox);
     this.indexes = new HistoryIndexes(db);
     this.group = new GroupCommit(db);
   }
@@ -152,6 +155,21 @@ export class Store {
   /** Is this copy of a history row stored for the SKU? */
   hasHistoryRow(skuId: string, key: HistoryCopyKey): boolean {
     return this.sku.hasHistoryRow(skuId, key);
+  }
+
+  // ---- the change feed (outbox.ts) ----------------------------------------------------------------
+
+  /** Drop changes past retention (age, size), never past a registered consumer's confirmed seq; returns how many. */
+  pruneChanges(retention: Retention): number {
+    return pruneChanges(this.db, retention);
+  }
+  /** Register a feed consumer that retention waits for (idempotent); returns its confirmed seq. */
+  registerFeedConsumer(name: string): number {
+    return registerFeedConsumer(this.db, name);
+  }
+  /** The consumer has handled every change up to `seq`: retention may prune up to there. */
+  confirmFeedConsumer(name: string, seq: number): void {
+    confirmFeedConsumer(this.db, name, seq);
   }
 
   // ---- history indexes during a backfill (history-indexes.ts) ------------------------------------

@@ -295,6 +295,9 @@ function finishRun(ctx: RunContext, outcome: Outcome): void {
     if (built) logger.info({ runId: run.id, indexes: built, ms: Date.now() - t0 }, "history indexes built");
   }
   store.finishRun(run.id, outcome.status, outcome.error ? describeError(outcome.error) : null, outcome.resumeAfter);
+  const { retentionDays, retentionMaxChanges } = ctx.config.feed;
+  const pruned = store.pruneChanges({ maxAgeMs: retentionDays * 24 * 60 * 60_000, maxRows: retentionMaxChanges });
+  if (pruned) logger.info({ runId: run.id, changes: pruned }, "change feed pruned (feed.retentionDays, feed.retentionMaxChanges)");
   logger.info({ runId: run.id, status: outcome.status, plan: ctx.tally.plan }, `sync ${outcome.status}`);
 }
 

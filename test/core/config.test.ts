@@ -198,6 +198,10 @@ const DEFAULT_OF: Record<string, unknown> = {
   "daemon.listen.host": DEFAULTS.daemonListen.split(":")[0],
   "daemon.listen.port": Number(DEFAULTS.daemonListen.split(":")[1]),
   "daemon.readyMaxAgeSeconds": DEFAULTS.readyMaxAgeSeconds,
+  "feed.serve": DEFAULTS.feedServe,
+  "feed.longPollSeconds": DEFAULTS.feedLongPollSeconds,
+  "feed.retentionDays": DEFAULTS.feedRetentionDays,
+  "feed.retentionMaxChanges": DEFAULTS.feedRetentionMaxChanges,
 };
 
 function leaves(v: unknown, prefix = ""): Array<[string, unknown]> {

@@ -227,6 +227,16 @@ const CASES: Record<string, CommandCase> = {
       return ctx.cli(["reconcile", "--json", "--config", ctx.configPath]);
     },
   },
+  changes: {
+    // Reads the change feed only, which holds what the sync stored (names, notes, history rows).
+    target: { endpoints: ["detail", "history"], every: 2 },
+    writesDatabase: true,
+    readsKey: true,
+    run: async (ctx) => {
+      await ctx.prepareDatabase();
+      return ctx.cli(["changes", "--json", "--config", ctx.configPath]);
+    },
+  },
   daemon: {
     target: { endpoints: ["detail", "history"], every: 2 },
     writesDatabase: true,

@@ -8,7 +8,7 @@
  * (SQLite's journal keeps the file consistent).
  */
 import { checkDirectory } from "../../store/db.js";
-import { loadConfig, loadKey } from "../../core/config.js";
+import { loadConfig, loadFeedToken, loadKey } from "../../core/config.js";
 import { ConfigError, EXIT, exitCodeOfSignal } from "../../core/errors.js";
 import { createLogger } from "../../core/logger.js";
 import { Daemon } from "../../daemon/daemon.js";
@@ -35,7 +35,10 @@ export default async function daemon(v: CliValues): Promise<number> {
   if (!config.baseUrl) throw new ConfigError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file");
   checkDirectory(config.db);
 
-  const d = new Daemon({ config, key, logger });
+  // The bearer token of GET /changes (feed.serve): read once, checked as the key is, never logged.
+  const feedToken = config.feed.serve ? loadFeedToken(process.env, (msg) => logger.warn(msg)) : null;
+
+  const d = new Daemon({ config, key, logger, feedToken });
   const startup = d.start();
   let stopping: Promise<number> | null = null;
   let resolveStopped!: (code: number) => void;
