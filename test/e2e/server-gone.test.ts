@@ -24,7 +24,10 @@ const sims: RunningSimulator[] = [];
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "im-gone-"));
   config = join(dir, "config.json");
-  writeFileSync(config, JSON.stringify({ retry: { backoffBaseMs: 100, backoffCapMs: 2_000 } }));
+  // Short backoffs keep the tests quick; retries that cannot run out before the 3 s of failed
+  // connects that make a server unreachable (with 6 retries, 7 jittered attempts fit in 3 s about
+  // one time in four, and the request gave up instead: a flaky test).
+  writeFileSync(config, JSON.stringify({ retry: { backoffBaseMs: 100, backoffCapMs: 2_000, maxRetries: 100 } }));
 });
 afterAll(async () => {
   for (const s of sims) await s.close();
