@@ -17,22 +17,13 @@ const BI_VIEWS = ["stock_by_location", "stock_by_root", "stock_by_section", "sto
 
 const catalog = pg.escapeIdentifier(CATALOG_SCHEMA);
 
-/** What the catalog says about one workspace. */
-export interface WorkspaceEntry {
-  id: string;
-  schemaName: string;
-}
-
 /**
  * Refuses a publish that would mix two workspaces: the schema already holds another workspace,
  * or this workspace is already published in another schema. Read inside the publish's
  * transaction, after its catalog lock.
  */
 export async function checkSchemaOwner(client: ClientBase, workspaceId: string, schema: string): Promise<void> {
-  const { rows } = await client.query<{ id: string; schema_name: string }>(
-    `SELECT id, schema_name FROM ${catalog}.workspaces WHERE id = $1 OR schema_name = $2`,
-    [workspaceId, schema],
-  );
+  const { rows } = await client.query<{ id: string; schema_name: string }>(`SELECT id, schema_name FROM ${catalog}.workspaces WHERE id = $1 OR schema_name = $2`, [workspaceId, schema]);
   for (const r of rows) {
     if (r.schema_name === schema && r.id !== workspaceId) {
       throw new PublishError(`PostgreSQL schema ${schema} already holds workspace ${r.id}; publish workspace ${workspaceId} into another schema (publish.postgres.schema)`);
@@ -77,10 +68,7 @@ export async function dropCrossViews(client: ClientBase): Promise<void> {
  * have other columns).
  */
 export async function rebuildCrossViews(client: ClientBase, schemaVersion: number): Promise<void> {
-  const { rows } = await client.query<{ id: string; schema_name: string }>(
-    `SELECT id, schema_name FROM ${catalog}.workspaces WHERE schema_version = $1 ORDER BY id`,
-    [schemaVersion],
-  );
+  const { rows } = await client.query<{ id: string; schema_name: string }>(`SELECT id, schema_name FROM ${catalog}.workspaces WHERE schema_version = $1 ORDER BY id`, [schemaVersion]);
   await dropCrossViews(client);
   if (rows.length === 0) return;
   for (const v of BI_VIEWS) {

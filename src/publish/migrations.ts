@@ -23,7 +23,7 @@ interface PgMigration {
   sql: string;
 }
 
-export function loadPgMigrations(set: MigrationSet, dir = join(PG_MIGRATIONS_DIR, set)): PgMigration[] {
+function loadPgMigrations(set: MigrationSet, dir = join(PG_MIGRATIONS_DIR, set)): PgMigration[] {
   return readdirSync(dir)
     .filter((f) => /^\d{4}_[\w-]+\.sql$/.test(f))
     .sort()
@@ -44,12 +44,7 @@ export function schemaLockKey(schema: string): string {
  * `beforeApply` inside the same transaction when there is something to apply (the caller drops
  * what depends on the schema's views there). Returns the versions before and after.
  */
-export async function migrateSchema(
-  client: ClientBase,
-  schema: string,
-  set: MigrationSet,
-  beforeApply: () => Promise<void> = async () => {},
-): Promise<{ from: number; to: number }> {
+export async function migrateSchema(client: ClientBase, schema: string, set: MigrationSet, beforeApply: () => Promise<void> = async () => {}): Promise<{ from: number; to: number }> {
   const migrations = loadPgMigrations(set);
   const id = pg.escapeIdentifier(schema);
   await client.query("BEGIN");
@@ -57,9 +52,7 @@ export async function migrateSchema(
     await client.query("SELECT pg_advisory_xact_lock(hashtext($1))", [schemaLockKey(schema)]);
     await client.query(`CREATE SCHEMA IF NOT EXISTS ${id}`);
     await client.query(`SET LOCAL search_path TO ${id}`);
-    await client.query(
-      "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
-    );
+    await client.query("CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())");
     const { rows } = await client.query<{ v: number | null }>("SELECT max(version) AS v FROM schema_migrations");
     const from = rows[0]?.v ?? 0;
     if (from > migrations.length) {

@@ -12,16 +12,7 @@
 import { openMirrorReader, type DB } from "./db.js";
 
 /** The tables a publisher copies, in an order that loads parents before children. */
-export const CONTRACT_TABLES = [
-  "workspace",
-  "locations",
-  "location_ancestors",
-  "skus",
-  "sku_root_quantities",
-  "sku_location_quantities",
-  "history",
-  "inventory_snapshots",
-] as const;
+export const CONTRACT_TABLES = ["workspace", "locations", "location_ancestors", "skus", "sku_root_quantities", "sku_location_quantities", "history", "inventory_snapshots"] as const;
 export type ContractTable = (typeof CONTRACT_TABLES)[number];
 
 /**

@@ -15,9 +15,7 @@ describe("the test PostgreSQL server", () => {
   it("answers on 127.0.0.1 with a password, runs as a non-root user, and is gone after stop", async () => {
     console.log(`PostgreSQL test server: initdb ${server.initMs} ms, start ${server.startMs} ms`);
     const c = await server.client();
-    const { rows } = await c.query<{ version: string; addr: string; user: string }>(
-      "SELECT version() AS version, host(inet_server_addr()) AS addr, current_user AS user",
-    );
+    const { rows } = await c.query<{ version: string; addr: string; user: string }>("SELECT version() AS version, host(inet_server_addr()) AS addr, current_user AS user");
     await c.end();
     expect(rows[0]!.version).toMatch(/^PostgreSQL \d+/);
     expect(rows[0]!.addr).toBe("127.0.0.1");

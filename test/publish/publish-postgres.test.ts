@@ -12,6 +12,8 @@ import type pg from "pg";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { CONTRACT_TABLES } from "../../src/store/contract-rows.js";
 import { DOCUMENTED_QUERIES } from "../../src/analysis/queries.js";
+import { PUBLISHER_APPLICATION_NAME } from "../../src/publish/publish.js";
+import { schemaNameFor } from "../../src/publish/schema-name.js";
 import { runCli, spawnCli, type CliResult } from "../helpers/cli.js";
 import { startPostgres, type RunningPostgres } from "../helpers/postgres.js";
 
@@ -45,7 +47,10 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "im-publish-"));
   dbA = join(dir, "a.db");
   dbB = join(dir, "b.db");
-  for (const [sim, db] of [[simA, dbA], [simB, dbB]] as const) {
+  for (const [sim, db] of [
+    [simA, dbA],
+    [simB, dbB],
+  ] as const) {
     const r = await cli(["sync", "--full"], syncEnv(sim, db));
     expect(r.code, r.stderr).toBe(0);
   }
@@ -89,7 +94,12 @@ async function pgRows(url: string, schema: string, sql: string, params: Record<s
   const c = await connect(url);
   try {
     await c.query(`SET search_path TO "${schema}"`);
-    return (await c.query(text, names.map((n) => params[n]))).rows as Row[];
+    return (
+      await c.query(
+        text,
+        names.map((n) => params[n]),
+      )
+    ).rows as Row[];
   } finally {
     await c.end();
   }
@@ -140,7 +150,11 @@ describe("publish --postgres", () => {
     expect(entry).toEqual([{ id: ws.id, name: ws.name, schema_name: report.schema, mirror_run_id: lastRun, feed_sequence: null, load_kind: "bulk" }]);
     expect(report.mirrorRunId).toBe(lastRun);
     expect(report.feedSequence).toBeNull();
-    expect(report.schema).toBe(`ws_${String(ws.id).toLowerCase().replace(/[^a-z0-9_]/g, "_")}`);
+    expect(report.schema).toBe(
+      `ws_${String(ws.id)
+        .toLowerCase()
+        .replace(/[^a-z0-9_]/g, "_")}`,
+    );
 
     // A second publish of the same mirror replaces the load: still equal, nothing doubled.
     const again = await publish(dbA, url);
@@ -198,7 +212,12 @@ describe("publish --postgres", () => {
     ].sort((x, y) => String(x.workspace_id).localeCompare(String(y.workspace_id)));
     expect(perWorkspace).toEqual(expected);
     const registered = await pgRows(url, "inventory_mirror", "SELECT id, schema_name FROM workspaces ORDER BY id");
-    expect(canonical(registered)).toEqual(canonical([{ id: wsA, schema_name: schemaA }, { id: wsB, schema_name: schemaB }]));
+    expect(canonical(registered)).toEqual(
+      canonical([
+        { id: wsA, schema_name: schemaA },
+        { id: wsB, schema_name: schemaB },
+      ]),
+    );
 
     // Workspace B into A's schema is refused, and A's tables are untouched.
     const clash = await publish(dbB, url, ["--schema", schemaA]);
@@ -233,11 +252,8 @@ describe("publish --postgres", () => {
     // pg_stat_activity is read by another connection: inside the holder's transaction it would be a snapshot.
     const watcher = await connect(url);
     const waitingOnLock = async () =>
-      (
-        await watcher.query(
-          "SELECT query FROM pg_stat_activity WHERE application_name = 'inventory-mirror publish' AND wait_event_type = 'Lock' AND query LIKE 'TRUNCATE%inventory_snapshots%'",
-        )
-      ).rowCount === 1;
+      (await watcher.query("SELECT query FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock' AND query LIKE 'TRUNCATE%inventory_snapshots%'", [PUBLISHER_APPLICATION_NAME]))
+        .rowCount === 1;
     while (!(await waitingOnLock())) {
       if (childExited) throw new Error(`the publisher exited before reaching the held table: ${childErr}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -246,8 +262,7 @@ describe("publish --postgres", () => {
     child.kill("SIGKILL");
     await exited;
     await holder.query("COMMIT");
-    const publisherGone = async () =>
-      (await watcher.query("SELECT 1 FROM pg_stat_activity WHERE application_name = 'inventory-mirror publish'")).rowCount === 0;
+    const publisherGone = async () => (await watcher.query("SELECT 1 FROM pg_stat_activity WHERE application_name = $1", [PUBLISHER_APPLICATION_NAME])).rowCount === 0;
     while (!(await publisherGone())) await new Promise((r) => setTimeout(r, 50));
     await holder.end();
     await watcher.end();

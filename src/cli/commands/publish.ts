@@ -10,17 +10,16 @@ import { loadPostgresUrl } from "../../core/pg-url.js";
 import { forTerminal } from "../../core/terminal.js";
 import { publishToPostgres, type PublishReport } from "../../publish/publish.js";
 import { flagsFrom } from "../common.js";
+import type { CliValues } from "../options.js";
 
-type Values = Record<string, string | boolean | string[] | undefined>;
-
-export default async function publish(v: Values): Promise<number> {
+export default async function publish(v: CliValues): Promise<number> {
   if (!v.postgres) throw new ConfigError("publish needs a target: --postgres (the only one so far)");
   const config = loadConfig(flagsFrom(v));
   const logger = createLogger(config.logLevel);
   const url = loadPostgresUrl(process.env, (msg) => logger.warn(msg));
-  const schema = typeof v.schema === "string" ? v.schema : config.publish.postgresSchema;
+  const schema = typeof v.schema === "string" ? v.schema : config.publish.postgres.schema;
   const report = await publishToPostgres({
-    dbPath: config.dbPath,
+    dbPath: config.db,
     url,
     schema,
     onTable: (t) => logger.info({ table: t.table, rows: t.rows, ms: t.ms }, "table loaded"),
