@@ -150,11 +150,8 @@ describe("publish --postgres", () => {
     expect(entry).toEqual([{ id: ws.id, name: ws.name, schema_name: report.schema, mirror_run_id: lastRun, feed_sequence: null, load_kind: "bulk" }]);
     expect(report.mirrorRunId).toBe(lastRun);
     expect(report.feedSequence).toBeNull();
-    expect(report.schema).toBe(
-      `ws_${String(ws.id)
-        .toLowerCase()
-        .replace(/[^a-z0-9_]/g, "_")}`,
-    );
+    expect(report.schema).toBe(schemaNameFor(String(ws.id)));
+    expect(report.schema).toMatch(/^ws_[0-9a-f_]{36}$/);
 
     // A second publish of the same mirror replaces the load: still equal, nothing doubled.
     const again = await publish(dbA, url);
