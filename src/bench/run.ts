@@ -459,7 +459,7 @@ try {
   results.startedAt = new Date(started).toISOString();
   log(`machine: ${JSON.stringify(results.machine)}`);
   if (only.has(4)) await writePath();
-  if (only.has(2) || only.has(3) || only.has(5)) await throughputAndEconomy();
+  if (only.has(2) || only.has(3) || only.has(5) || only.has(6)) await throughputAndEconomy();
   if (only.has(5)) await memory100k();
   if (only.has(1)) await quotaMatrix();
   results.totalWallMs = Date.now() - started;
