@@ -10,6 +10,6 @@ CREATE TABLE workspaces (
   schema_version    integer NOT NULL,          -- the workspace migration that schema is at
   published_at      timestamptz NOT NULL,      -- when the last publish committed
   mirror_run_id     bigint,                    -- the mirror's last finished sync run included (sync_runs.id)
-  feed_sequence     bigint,                    -- the change feed's sequence number included; NULL until the feed exists
+  feed_sequence     bigint,                    -- the change feed's latest sequence number included; NULL for a mirror without a feed
   load_kind         text NOT NULL              -- how the last publish loaded it: 'bulk' (COPY of every table)
 );

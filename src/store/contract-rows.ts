@@ -9,7 +9,8 @@
  * sync keeps writing (WAL). Rows are yielded as arrays in `columns(table)` order, one table at
  * a time (an iterator keeps the connection busy until it is exhausted).
  */
-import { openMirrorReader, type DB } from "./db.js";
+import { hasTable, openMirrorReader, type DB } from "./db.js";
+import { feedBounds } from "./outbox.js";
 
 /** The tables a publisher copies, in an order that loads parents before children. */
 export const CONTRACT_TABLES = ["workspace", "locations", "location_ancestors", "skus", "sku_root_quantities", "sku_location_quantities", "history", "inventory_snapshots"] as const;
@@ -31,9 +32,9 @@ export interface MirrorPoint {
   /** The newest sync run that has finished (any status), or null before the first one. */
   lastFinishedRunId: number | null;
   /**
-   * The change feed's sequence number the snapshot includes. Always null in this release: the
-   * mirror has no change feed yet (it comes with the outbox table). When it lands, this is read
-   * in the same read transaction as the rows, and a publisher follows the feed from it.
+   * The change feed's latest sequence number the snapshot includes (outbox.ts), read in the same
+   * read transaction as the rows: a publisher that loaded this snapshot follows the feed after
+   * it. 0 when the feed is empty; null for a mirror without a feed.
    */
   feedSequence: number | null;
 }
@@ -72,7 +73,7 @@ export function openContractSnapshot(dbPath: string): ContractSnapshot {
 function readPoint(db: DB): MirrorPoint {
   const ws = db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined;
   const run = db.prepare("SELECT max(id) AS id FROM sync_runs WHERE finished_at IS NOT NULL").get() as { id: number | null };
-  return { workspaceId: ws?.id ?? null, workspaceName: ws?.name ?? null, lastFinishedRunId: run.id, feedSequence: null };
+  return { workspaceId: ws?.id ?? null, workspaceName: ws?.name ?? null, lastFinishedRunId: run.id, feedSequence: hasTable(db, "changes") ? feedBounds(db).latest : null };
 }
 
 function tableColumns(db: DB, table: ContractTable): string[] {

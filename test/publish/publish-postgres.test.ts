@@ -146,10 +146,12 @@ describe("publish --postgres", () => {
     const lastRun = sqliteRows(dbA, "SELECT max(id) AS id FROM sync_runs WHERE finished_at IS NOT NULL")[0]!.id;
     const ws = sqliteRows(dbA, "SELECT id, name FROM workspace")[0]!;
     const entry = await pgRows(url, "inventory_mirror", "SELECT id, name, schema_name, mirror_run_id, feed_sequence, load_kind FROM workspaces");
-    // No change feed in the mirror yet: the feed's place is recorded as NULL, not made up.
-    expect(entry).toEqual([{ id: ws.id, name: ws.name, schema_name: report.schema, mirror_run_id: lastRun, feed_sequence: null, load_kind: "bulk" }]);
+    // The change feed's latest seq in the snapshot: where following the feed resumes.
+    const feedSeq = sqliteRows(dbA, "SELECT max(seq) AS s FROM changes")[0]!.s as number;
+    expect(feedSeq).toBeGreaterThan(0);
+    expect(entry).toEqual([{ id: ws.id, name: ws.name, schema_name: report.schema, mirror_run_id: lastRun, feed_sequence: feedSeq, load_kind: "bulk" }]);
     expect(report.mirrorRunId).toBe(lastRun);
-    expect(report.feedSequence).toBeNull();
+    expect(report.feedSequence).toBe(feedSeq);
     expect(report.schema).toBe(schemaNameFor(String(ws.id)));
     expect(report.schema).toMatch(/^ws_[0-9a-f_]{36}$/);
 
