@@ -20,13 +20,15 @@ const ROOMS = {
   sync: ["core", "client", "scheduler", "store"],
   // read-only BI queries over the mirror
   analysis: ["core", "store"],
+  // PostgreSQL: the mirror's contract tables, read through the store, published into a server
+  publish: ["core", "store"],
   // on top
   daemon: ["core", "client", "scheduler", "store", "sync", "analysis"],
-  cli: ["core", "client", "scheduler", "store", "sync", "analysis", "daemon", "simulator"],
+  cli: ["core", "client", "scheduler", "store", "sync", "analysis", "publish", "daemon", "simulator"],
   // apart: the built-in API simulator knows only the shared shapes
   simulator: ["core"],
   // npm run bench: may measure anything (but, like everything, not the CLI)
-  bench: ["core", "client", "scheduler", "store", "sync", "analysis", "daemon", "simulator"],
+  bench: ["core", "client", "scheduler", "store", "sync", "analysis", "publish", "daemon", "simulator"],
 };
 
 const layering = Object.entries(ROOMS).map(([room, allowed]) => ({

@@ -56,6 +56,7 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY bin ./bin
 COPY migrations ./migrations
+COPY pg-migrations ./pg-migrations
 COPY schema.sql package.json ./
 
 # The database (and its -wal, -shm and .lock files) lives on a volume writable by `node` (uid 1000).

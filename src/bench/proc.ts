@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
-const BIN = fileURLToPath(new URL("../../bin/inventory-mirror.js", import.meta.url));
+export const BIN = fileURLToPath(new URL("../../bin/inventory-mirror.js", import.meta.url));
 const SIM_PROCESS = fileURLToPath(new URL("./sim-process.js", import.meta.url));
 export const NAIVE = fileURLToPath(new URL("./naive.js", import.meta.url));
 export const WRITE_PATH = fileURLToPath(new URL("./write-path.js", import.meta.url));

@@ -24,6 +24,8 @@
  *   request, against the naive baseline (naive.ts) run in the same bench run.
  * 4 write path: 1,000,000 history rows through the store alone (write-path.ts).
  * 5 memory: peak RSS of the sync process, 20,000 SKUs (the runs of scenario 3) and 100,000.
+ * 6 publish into PostgreSQL (issue 13): `publish --postgres` of the 20,000-SKU mirror of scenario 3
+ *   (rows/s of the bulk load, peak RSS), into the server INVENTORY_PG_URL names; skipped without it.
  */
 import { execFileSync } from "node:child_process";
 import { cpus, freemem, release, totalmem } from "node:os";
@@ -35,6 +37,7 @@ import { parseArgs } from "node:util";
 import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
 import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCell, summariseMatrix, type CellResult } from "./quota-matrix.js";
 import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
+import { publishRun, type PublishRun } from "./publish-pg.js";
 import { historyRowCounts, latestRun, skusFetchedInWalk, skusNotClean } from "../store/mirror-rows.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -45,7 +48,7 @@ const { values, positionals } = parseArgs({
   allowPositionals: true,
 });
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
-const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5")).split(",").map((s) => Number(s.trim())));
+const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5,6")).split(",").map((s) => Number(s.trim())));
 const cellNames = (values.cell ?? [])
   .flatMap((c) => c.split(","))
   .map((c) => c.trim())
@@ -119,9 +122,36 @@ async function throughputAndEconomy() {
   const sim = await startSimulator({ cli: false, skus: N, seed: 202 });
   sims.push(sim);
   let lastDb = "";
-  if (only.has(3) || only.has(5) || only.has(2)) lastDb = await throughput(sim, N);
+  if (only.has(3) || only.has(5) || only.has(2) || only.has(6)) lastDb = await throughput(sim, N);
+  if (only.has(6)) await publishToPostgres(lastDb);
   if (only.has(2)) await economy(sim, N, lastDb);
   await sim.stop();
+}
+
+/** Scenario 6: publish --postgres of the 20,000-SKU mirror, repeated (each a full reload of the same schema). */
+async function publishToPostgres(db: string) {
+  const url = process.env.INVENTORY_PG_URL;
+  if (!url) {
+    log("6 publish: skipped (set INVENTORY_PG_URL to a PostgreSQL database the bench may write to)");
+    results.publish = { skipped: "INVENTORY_PG_URL not set" };
+    return;
+  }
+  const runs: PublishRun[] = [];
+  for (let i = 0; i < reps(3); i++) {
+    const r = await publishRun(db, url);
+    log(`6 publish: run ${i + 1}: ${r.rows} rows, ${r.rowsPerS} rows/s (COPY alone ${r.copyRowsPerS}), wall ${(r.wallMs / 1000).toFixed(1)} s, peak RSS ${r.peakRssMb} MB`);
+    runs.push(r);
+  }
+  results.publish = {
+    setup: { skus: 20_000, mirror: "scenario 3's last full sync", server: "INVENTORY_PG_URL" },
+    runs,
+    median: {
+      rowsPerS: median(runs.map((r) => r.rowsPerS)),
+      copyRowsPerS: median(runs.map((r) => r.copyRowsPerS)),
+      wallMs: median(runs.map((r) => r.wallMs)),
+      peakRssMb: median(runs.map((r) => r.peakRssMb)),
+    },
+  };
 }
 
 /** Scenario 3 (and the 20k half of 5): full syncs, the naive baseline beside them, a profile if asked. Returns the last mirror. */
@@ -406,6 +436,17 @@ function table(): string {
       "≤ 1.2 and < 150 MB",
       m.growth !== null && m.growth <= 1.2 && m.peakRssMb100k < 150 && m.peakRssMb20k < 150 ? "yes" : "no",
     ]);
+  const p = results.publish as any;
+  if (p?.median)
+    rows.push([
+      "6",
+      "publish to PostgreSQL",
+      `${Math.round(p.median.rowsPerS).toLocaleString("en")} rows/s (${p.runs[0].rows.toLocaleString("en")} rows), peak RSS ${p.median.peakRssMb} MB`,
+      `COPY alone ${Math.round(p.median.copyRowsPerS).toLocaleString("en")} rows/s`,
+      "-",
+      "none yet",
+      "-",
+    ]);
   const width = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r, i) => r.map((cell, c) => cell.padEnd(width[c]!)).join("  ") + (i === 0 ? `\n${width.map((n) => "-".repeat(n)).join("  ")}` : "")).join("\n");
 }
@@ -418,7 +459,7 @@ try {
   results.startedAt = new Date(started).toISOString();
   log(`machine: ${JSON.stringify(results.machine)}`);
   if (only.has(4)) await writePath();
-  if (only.has(2) || only.has(3) || only.has(5)) await throughputAndEconomy();
+  if (only.has(2) || only.has(3) || only.has(5) || only.has(6)) await throughputAndEconomy();
   if (only.has(5)) await memory100k();
   if (only.has(1)) await quotaMatrix();
   results.totalWallMs = Date.now() - started;

@@ -19,6 +19,7 @@ const handlers: Record<string, () => Promise<{ default: CommandRun }>> = {
   stock: () => import("./commands/stock.js"),
   reconcile: () => import("./commands/reconcile.js"),
   changes: () => import("./commands/changes.js"),
+  publish: () => import("./commands/publish.js"),
 };
 
 export async function main(argv: string[]): Promise<number> {

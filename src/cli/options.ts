@@ -213,6 +213,26 @@ export const COMMANDS: CommandDef[] = [
       HELP,
     ],
   },
+  {
+    name: "publish",
+    usage: "inventory-mirror publish --postgres [--schema NAME] [--db FILE] [--json]",
+    summary: "copy the mirror's tables and BI views into PostgreSQL (one shot, one transaction; no API key)",
+    description:
+      "Loads every contract table of the mirror (docs/schema.md) into the workspace's schema of a PostgreSQL database\n" +
+      "with COPY, in one transaction that also records which point of the mirror it loaded (inventory_mirror.workspaces),\n" +
+      "and rebuilds the cross-workspace views. Readers see the previous load until it commits; a killed publish leaves\n" +
+      "PostgreSQL as it was. The connection string comes only from INVENTORY_PG_URL or INVENTORY_PG_URL_FILE.\n" +
+      "Reads the mirror read-only (no key, no request), so it works while a sync is writing.",
+    options: [
+      { name: "postgres", type: "boolean", help: "publish into PostgreSQL (INVENTORY_PG_URL or INVENTORY_PG_URL_FILE)" },
+      { name: "schema", type: "string", arg: "NAME", help: "the workspace's schema (default: config publish.postgres.schema, else ws_<workspace id>)" },
+      DB,
+      { name: "config", type: "string", arg: "FILE", help: "config file, for its db and publish settings. Env: INVENTORY_CONFIG" },
+      { name: "log-level", type: "string", arg: "LEVEL", help: "fatal, error, warn, info, debug, trace or silent (default info); logs are JSON lines on stderr" },
+      JSON_OUT,
+      HELP,
+    ],
+  },
 ];
 
 export function findCommand(name: string): CommandDef | undefined {

@@ -18,8 +18,12 @@ import { validate as validateCron } from "node-cron";
 import { DEFAULTS } from "./defaults.js";
 import { ConfigError } from "./errors.js";
 import { LOG_LEVELS } from "./logger.js";
+import { looksLikePostgresUrl } from "./pg-url.js";
 import { Secret } from "./secret.js";
 
+/** A PostgreSQL schema name we create: lower case, unquoted-identifier safe, at most 63 bytes. */
+export const PG_SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+const PG_SCHEMA_NAME_RULE = "expected a PostgreSQL schema name: a-z, 0-9 and _, starting with a letter or _, at most 63 characters";
 /** Most requests in flight (and SKU workers) anyone may configure. */
 const MAX_CONCURRENCY = 64;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -140,6 +144,12 @@ export const ConfigSchema = z.strictObject({
       longPollSeconds: z.number().positive().max(300).default(DEFAULTS.feedLongPollSeconds),
       retentionDays: z.number().positive().default(DEFAULTS.feedRetentionDays),
       retentionMaxChanges: positiveInt.default(DEFAULTS.feedRetentionMaxChanges),
+    })
+    .prefault({}),
+  /** Where `publish --postgres` writes. The connection string is not configuration (INVENTORY_PG_URL). */
+  publish: z
+    .strictObject({
+      postgres: z.strictObject({ schema: orNull(z.string().regex(PG_SCHEMA_NAME, PG_SCHEMA_NAME_RULE)) }).prefault({}),
     })
     .prefault({}),
 });
@@ -349,6 +359,13 @@ function readConfigFile(path: string): unknown {
         `set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it, and remove it from ${path}.`,
     );
   }
+  const pgUrlAt = findPostgresUrlEntry(raw);
+  if (pgUrlAt) {
+    throw new ConfigError(
+      `config file ${path}: "${pgUrlAt}" looks like a PostgreSQL connection string. It is never read from the config file: ` +
+        `set INVENTORY_PG_URL, or INVENTORY_PG_URL_FILE to a file that holds it, and remove it from ${path}.`,
+    );
+  }
   if (isPlainObject(raw) && typeof raw.db === "string" && raw.db !== "") raw.db = resolve(dirname(resolve(path)), raw.db);
   return raw;
 }
@@ -359,6 +376,21 @@ function readConfigFile(path: string): unknown {
  * not a stack overflow. Deeper than any valid config file nests is left to the schema.
  */
 function findKeyLikeEntry(root: unknown): string | null {
+  return findEntry(root, (k) => looksLikeKeyName(k));
+}
+
+/** The path of the first value that is a PostgreSQL connection URL (pg-url.ts), or of a key named like one. */
+function findPostgresUrlEntry(root: unknown): string | null {
+  return findEntry(root, (k, v) => PG_URL_KEY.test(k.toLowerCase().replace(/[^a-z0-9]/g, "")) || (typeof v === "string" && looksLikePostgresUrl(v)));
+}
+/**
+ * Names under which people put a connection string: url, pgUrl, postgresUrl, databaseUrl, connectionString,
+ * dsn... (not baseUrl, the API's address).
+ */
+const PG_URL_KEY = /^(url|uri|dsn|connectionstring)$|(pg|postgres|postgresql|database|db|connection)(url|uri|dsn|string)(file|path)?$/;
+
+/** The path of the first entry (name and value) that `matches`; array items are matched with an empty name. */
+function findEntry(root: unknown, matches: (key: string, value: unknown) => boolean): string | null {
   const MAX_DEPTH = 32;
   let level: Array<[unknown, string]> = [[root, ""]];
   for (let depth = 0; depth < MAX_DEPTH && level.length; depth++) {
@@ -367,7 +399,7 @@ function findKeyLikeEntry(root: unknown): string | null {
       if (!v || typeof v !== "object") continue;
       for (const [k, child] of Object.entries(v)) {
         const here = Array.isArray(v) ? `${path}[${k}]` : path ? `${path}.${k}` : k;
-        if (!Array.isArray(v) && looksLikeKeyName(k)) return here.length > 120 ? `${here.slice(0, 117)}...` : here;
+        if (matches(Array.isArray(v) ? "" : k, child)) return here.length > 120 ? `${here.slice(0, 117)}...` : here;
         next.push([child, here]);
       }
     }

@@ -126,6 +126,25 @@ export class SyncError extends Error {
   deadline = false;
 }
 
+/**
+ * Publishing into PostgreSQL failed (connection, migration, bulk load). Exit 1; nothing of the
+ * failed publish is visible there (it runs in one transaction). Context as fields: the table being
+ * loaded and PostgreSQL's SQLSTATE; the message never holds the connection string.
+ */
+export class PublishError extends Error {
+  override name = "PublishError";
+  readonly exitCode = EXIT.syncFailed;
+  /** The contract table being loaded when it failed, if any. */
+  readonly table: string | null;
+  /** PostgreSQL's SQLSTATE (e.g. 28P01 wrong password, 3D000 no such database), when it sent one. */
+  readonly sqlState: string | null;
+  constructor(message: string, init: { table?: string | null; sqlState?: string | null; cause?: unknown } = {}) {
+    super(message, init.cause === undefined ? undefined : { cause: init.cause });
+    this.table = init.table ?? null;
+    this.sqlState = init.sqlState ?? null;
+  }
+}
+
 /** The process exit code for any error that reaches the top. */
 export function exitCodeOf(err: unknown): number {
   if (err && typeof err === "object" && "exitCode" in err && typeof err.exitCode === "number") return err.exitCode;

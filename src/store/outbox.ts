@@ -113,7 +113,7 @@ export function readChanges(db: DB, since: number, limit: number): Change[] {
  * The feed's extent: the oldest seq still kept (null when none is) and the latest seq ever
  * handed out (0 when none). Seqs have no holes but those pruning leaves below `oldest`.
  */
-function feedBounds(db: DB): { oldest: number | null; latest: number } {
+export function feedBounds(db: DB): { oldest: number | null; latest: number } {
   const oldest = (db.prepare("SELECT min(seq) AS s FROM changes").get() as { s: number | null }).s;
   const seqRow = db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'changes'").get() as { seq: number } | undefined;
   return { oldest, latest: seqRow?.seq ?? 0 };

@@ -197,6 +197,7 @@ const DEFAULT_OF: Record<string, unknown> = {
   "schedule.full": DEFAULTS.scheduleFull,
   "daemon.listen.host": DEFAULTS.daemonListen.split(":")[0],
   "daemon.listen.port": Number(DEFAULTS.daemonListen.split(":")[1]),
+  "publish.postgres.schema": null,
   "daemon.readyMaxAgeSeconds": DEFAULTS.readyMaxAgeSeconds,
   "feed.serve": DEFAULTS.feedServe,
   "feed.longPollSeconds": DEFAULTS.feedLongPollSeconds,
@@ -216,7 +217,7 @@ describe("every default comes from DEFAULTS", () => {
 
   it("config.example.json shows those defaults (where it does not show an example value instead)", () => {
     const example = JSON.parse(readFileSync(new URL("../../config.example.json", import.meta.url), "utf8")) as Record<string, unknown>;
-    const examples = new Set(["baseUrl", "expectedWorkspace.id", "expectedWorkspace.name"]);
+    const examples = new Set(["baseUrl", "expectedWorkspace.id", "expectedWorkspace.name", "publish.postgres.schema"]);
     for (const [key, value] of leaves(example)) {
       if (examples.has(key)) continue;
       expect([key, value]).toEqual([key, key === "daemon.listen" ? DEFAULTS.daemonListen : DEFAULT_OF[key]]);

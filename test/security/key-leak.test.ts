@@ -38,6 +38,7 @@ import { poolTransport } from "../../src/client/transport.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
 import { ApiError } from "../../src/core/errors.js";
 import { runCli, spawnCli, type CliResult } from "../helpers/cli.js";
+import { startPostgres, type RunningPostgres } from "../helpers/postgres.js";
 import { formatLeaks, leaksInDatabases, leaksInFiles, leaksInText } from "./leak-helpers.js";
 
 /** Distinctive: a fixed prefix and 40 random hex characters, new every run. */
@@ -58,6 +59,29 @@ let root: string;
 beforeAll(() => {
   root = mkdtempSync(join(tmpdir(), "im-leak-"));
 });
+
+/** The PostgreSQL server of the publish case, started on its first use (test/helpers/postgres.ts). */
+let pgServer: Promise<RunningPostgres> | null = null;
+let publishRuns = 0;
+const postgres = () => (pgServer ??= startPostgres());
+afterAll(async () => {
+  if (pgServer) await (await pgServer).stop();
+});
+
+/** Every row of every table in every schema the publish wrote, as text. */
+async function postgresRows(url: string): Promise<string> {
+  const { default: pg } = await import("pg");
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const tables = await c.query<{ s: string; t: string }>("SELECT table_schema AS s, table_name AS t FROM information_schema.tables WHERE table_schema NOT IN ('pg_catalog', 'information_schema')");
+    const out: string[] = [];
+    for (const { s, t } of tables.rows) out.push(JSON.stringify((await c.query(`SELECT * FROM ${pg.escapeIdentifier(s)}.${pg.escapeIdentifier(t)}`)).rows));
+    return out.join("\n");
+  } finally {
+    await c.end();
+  }
+}
 afterAll(() => {
   rmSync(root, { recursive: true, force: true });
 });
@@ -266,6 +290,22 @@ const CASES: Record<string, CommandCase> = {
     // The simulator is started with the server key and faults as flags; a client then sends KEY
     // to every endpoint (in the 401 scenarios the simulator knows another key and refuses it).
     run: (ctx) => runSimulateCommand(ctx),
+  },
+  publish: {
+    // Reads the mirror only (no key, no request): the faults hit the sync that wrote it. Published
+    // into a real PostgreSQL (a database per run), whose every row is scanned too.
+    target: { endpoints: ["detail", "history"], every: 2 },
+    writesDatabase: true,
+    readsKey: true,
+    run: async (ctx) => {
+      const prepared = await ctx.prepareDatabase();
+      const url = await (await postgres()).createDatabase(`leak_${++publishRuns}`);
+      const result = await ctx.cli(["publish", "--postgres", "--json", "--config", ctx.configPath, ...DEBUG], { INVENTORY_PG_URL: url });
+      // Whatever the sync went through, a mirror it left is published (the scan below reads real rows).
+      if (prepared.code !== 3 && result.code !== 0) throw new Error(`publish exited ${result.code}: ${result.stderr.slice(0, 2000)}`);
+      ctx.scanAlso("PostgreSQL rows", await postgresRows(url));
+      return result;
+    },
   },
   demo: {
     target: { endpoints: [] },
