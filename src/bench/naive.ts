@@ -18,9 +18,9 @@
  * --seconds have passed: a prefix of the workspace, measured as SKUs/s and requests/s.
  * Prints one JSON line.
  */
-import { createHash } from "node:crypto";
 import { parseArgs } from "node:util";
 import { openNaiveMirror, type NaiveMirror } from "../store/bench-writes.js";
+import { historyRowKey } from "../store/sku.js";
 
 const { values } = parseArgs({ options: { db: { type: "string" }, seconds: { type: "string" }, wal: { type: "boolean" } } });
 const base = process.env.INVENTORY_BASE_URL!.replace(/\/+$/, "");
@@ -62,7 +62,8 @@ async function mirrorSku(m: NaiveMirror, id: string): Promise<void> {
         r.observedQuantity,
         r.note,
       ];
-      const rowKey = createHash("sha1").update(JSON.stringify(fields)).digest("hex");
+      // The mirror's own row identity (store/sku.ts), so the baseline keeps the same copies.
+      const rowKey = historyRowKey(r);
       const dupIndex = copies.get(rowKey) ?? 0;
       copies.set(rowKey, dupIndex + 1);
       m.historyRow(

@@ -14,7 +14,7 @@ import { readMirrorRows, type MirrorRows, type Row } from "../store/mirror-rows.
 export { tableCounts } from "../store/mirror-rows.js";
 
 /** A history row's fields in a fixed order, absent ones as null: equal strings are identical rows. */
-const historyTuple = (r: Row): string =>
+export const historyTuple = (r: Row): string =>
   JSON.stringify([
     r.kind,
     r.occurredAt,

@@ -32,6 +32,7 @@ export interface RunState {
 export interface RunCounters {
   requests: number;
   requestsByEndpoint: Record<string, number>;
+  /** Attempts by HTTP status ("2xx" for successes) or error kind (network, timeout, invalid-response). */
   requestsByStatus: Record<string, number>;
   responses429: number;
   responses503: number;

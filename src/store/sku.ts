@@ -66,8 +66,8 @@ export function historyCopies(rows: readonly HistoryRow[]): HistoryCopyKey[] {
 /** One string per stored identity (sets of identities). */
 export const copyId = (k: HistoryCopyKey): string => `${k.rowKey}#${k.dupIndex}`;
 
-/** A stored history row, as much as a replay of the SKU's quantities needs (sync/history-check.ts), with its identity. */
-export interface StoredReplayRow extends HistoryCopyKey {
+/** As much of a history row as a replay of the SKU's quantities needs (sync/history-check.ts). */
+export interface ReplayableRow {
   kind: string;
   occurredAt: string;
   direction: string | null;
@@ -75,6 +75,9 @@ export interface StoredReplayRow extends HistoryCopyKey {
   observedQuantity: number | null;
   locationId: string;
 }
+
+/** A stored history row for a replay, with its identity. */
+export interface StoredReplayRow extends ReplayableRow, HistoryCopyKey {}
 
 export interface SkuSaved {
   rowsAdded: number;

@@ -19,15 +19,9 @@
  * changes, never a wrong mirror.
  */
 import { CLEAN_FRESHNESS, signedDelta, type DetailResponse } from "../core/api-schemas.js";
+import type { ReplayableRow } from "../store/sku.js";
 
-export interface ReplayableRow {
-  kind: string;
-  occurredAt: string;
-  direction: string | null;
-  quantity: number;
-  observedQuantity: number | null;
-  locationId: string;
-}
+export type { ReplayableRow };
 
 /** Leaf ids whose clean quantity the rows (newest first, in the server's order) do not explain. */
 export function unexplainedLeaves(newestFirst: Iterable<ReplayableRow>, detail: Pick<DetailResponse, "locations">): string[] {

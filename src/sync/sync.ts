@@ -51,7 +51,8 @@ export interface SyncOptions {
   ignoreQuotaWall?: boolean;
 }
 
-export interface SyncResult {
+/** What a run did; its request counters are the ones stored with the run (store/runs.ts). */
+export interface SyncResult extends RunCounters {
   runId: number;
   mode: RunMode;
   status: RunStatus;
@@ -70,14 +71,6 @@ export interface SyncResult {
   historyDeepWalks: number;
   /** Re-polled SKUs whose detail showed nothing new: stored with that one request, history not walked. */
   repolledDetailOnly: number;
-  requests: number;
-  requestsByEndpoint: Record<string, number>;
-  /** Attempts by HTTP status ("2xx" for successes) or error kind (network, timeout, invalid-response). */
-  requestsByStatus: Record<string, number>;
-  responses429: number;
-  responses503: number;
-  retries: number;
-  waitMs: number;
   durationMs: number;
   resumeAfter: string | null;
   /** Why the run did not succeed. */

@@ -11,6 +11,7 @@ import { createLogger } from "../../src/core/logger.js";
 import { openDatabase, type DB } from "../../src/store/db.js";
 import { Store } from "../../src/store/store.js";
 import { DbTickJournal, dbStateReader } from "../../src/daemon/state.js";
+import { insertRun as insertRunRow, type RunRow } from "../helpers/run-rows.js";
 
 const logger = createLogger("silent");
 let dir: string;
@@ -27,25 +28,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function insertRun(r: {
-  mode?: string;
-  status: string;
-  started: string;
-  finished?: string | null;
-  pid?: number;
-  resumeAfter?: string | null;
-  requests?: number;
-  byEndpoint?: object;
-  error?: string | null;
-}): number {
-  const info = db
-    .prepare(
-      `INSERT INTO sync_runs (mode, started_at, finished_at, status, pid, skus_listed, skus_fetched, requests, requests_by_endpoint, responses_429, wait_ms, resume_after, error)
-       VALUES (?, ?, ?, ?, ?, 30, 3, ?, ?, 2, 1500, ?, ?)`,
-    )
-    .run(r.mode ?? "incremental", r.started, r.finished ?? null, r.status, r.pid ?? 1, r.requests ?? 9, JSON.stringify(r.byEndpoint ?? { list: 1 }), r.resumeAfter ?? null, r.error ?? null);
-  return Number(info.lastInsertRowid);
-}
+const insertRun = (r: RunRow) => insertRunRow(db, r);
 const journalRows = (runId: number) => db.prepare("SELECT kind, at, message FROM sync_journal WHERE run_id = ? ORDER BY id").all(runId) as Array<{ kind: string; at: string; message: string }>;
 
 describe("DbTickJournal", () => {

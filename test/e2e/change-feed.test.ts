@@ -13,6 +13,7 @@ import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { profileOptions } from "../../src/simulator/profiles.js";
 import { openDatabase } from "../../src/store/db.js";
 import { confirmFeedConsumer, registerFeedConsumer } from "../../src/store/outbox.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
@@ -26,7 +27,9 @@ let db: string;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 13, skus: 80, historyDepth: 8, apiKey: KEY });
+  // With identical history rows and long runs of ties (the document allows both): the feed must
+  // carry every copy of an identical row, told apart by its ordinal.
+  sim = await startSimulator({ seed: 13, skus: 80, historyDepth: 8, apiKey: KEY, ...profileOptions(["history-identical-rows", "history-ties"]) });
   dir = mkdtempSync(join(tmpdir(), "im-feed-"));
   db = join(dir, "feed.db");
 });
@@ -78,6 +81,10 @@ async function waitFor<T>(probe: () => Maybe<T> | Promise<Maybe<T>>, timeoutMs: 
 describe("the change feed", () => {
   it("replayed from 0 onto an empty copy gives the mirror's tables, after a backfill and churn cycles", async () => {
     await sync(["--full"]);
+    // The identical copies are there to be carried (a second copy has ordinal 1).
+    const copies = new Database(db, { readonly: true });
+    expect((copies.prepare("SELECT count(*) AS n FROM history WHERE dup_index > 0").get() as { n: number }).n).toBeGreaterThan(0);
+    copies.close();
     const ids = sim.model.skuIds();
     const leafWithStock = (id: string) =>
       sim

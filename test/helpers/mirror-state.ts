@@ -8,6 +8,7 @@ import type { ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
 import type { GroundTruth } from "../../src/simulator/index.js";
 import { DEFAULTS } from "../../src/core/defaults.js";
+import { historyTuple } from "../../src/bench/truth.js";
 import { spawnCli } from "./cli.js";
 
 export interface Proc {
@@ -103,24 +104,6 @@ export function committedSince(path: string, before: WalkState): string[] {
   const after = new Map(rows.map((r) => [r.sku_id, r.fetched_at]));
   return [...after].filter(([id, at]) => before.fetchedAt.get(id) !== at).map(([id]) => id);
 }
-
-const historyTuple = (r: Record<string, unknown>) =>
-  JSON.stringify([
-    r.kind,
-    r.occurredAt,
-    r.direction ?? null,
-    r.quantity,
-    r.locationId,
-    r.locationName ?? null,
-    r.locationCode ?? null,
-    r.eventId ?? null,
-    r.eventTypeCode ?? null,
-    r.eventTypeName ?? null,
-    r.setSessionId ?? null,
-    r.setTypeCode ?? null,
-    r.observedQuantity ?? null,
-    r.note ?? null,
-  ]);
 
 /**
  * Everything that is wrong with the file as a stopped run left it, against ground truth `tr`

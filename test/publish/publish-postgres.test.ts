@@ -10,6 +10,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import type pg from "pg";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { profileOptions } from "../../src/simulator/profiles.js";
 import { CONTRACT_TABLES } from "../../src/store/contract-rows.js";
 import { DOCUMENTED_QUERIES } from "../../src/analysis/queries.js";
 import { PUBLISHER_APPLICATION_NAME } from "../../src/publish/publish.js";
@@ -42,7 +43,8 @@ async function publish(db: string, url: string, extra: string[] = []): Promise<C
 beforeAll(async () => {
   server = await startPostgres();
   console.log(`PostgreSQL test server: initdb ${server.initMs} ms, start ${server.startMs} ms`);
-  simA = await startSimulator({ seed: 7, skus: 150, historyDepth: 25, apiKey: KEY });
+  // Identical history rows and long runs of ties (the document allows both) must publish as every copy.
+  simA = await startSimulator({ seed: 7, skus: 150, historyDepth: 25, apiKey: KEY, ...profileOptions(["history-identical-rows", "history-ties"]) });
   simB = await startSimulator({ seed: 11, skus: 60, apiKey: KEY, workspaceName: "Second Workspace" });
   dir = mkdtempSync(join(tmpdir(), "im-publish-"));
   dbA = join(dir, "a.db");

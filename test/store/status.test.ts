@@ -10,6 +10,7 @@ import { openDatabase, type DB } from "../../src/store/db.js";
 import { latestQuotaWall, peekDatabase } from "../../src/store/runs.js";
 import { mirrorState, readStatus, readStatusOf, responsesByEndpointStatus } from "../../src/store/status.js";
 import { formatStatus } from "../../src/cli/commands/status.js";
+import { insertRun as insertRunRow, type RunRow } from "../helpers/run-rows.js";
 
 let dir: string;
 let path: string;
@@ -25,25 +26,7 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function insertRun(r: {
-  mode?: string;
-  status: string;
-  started: string;
-  finished?: string | null;
-  pid?: number;
-  resumeAfter?: string | null;
-  requests?: number;
-  byEndpoint?: object;
-  error?: string | null;
-}): number {
-  const info = db
-    .prepare(
-      `INSERT INTO sync_runs (mode, started_at, finished_at, status, pid, skus_listed, skus_fetched, requests, requests_by_endpoint, responses_429, wait_ms, resume_after, error)
-       VALUES (?, ?, ?, ?, ?, 30, 3, ?, ?, 2, 1500, ?, ?)`,
-    )
-    .run(r.mode ?? "incremental", r.started, r.finished ?? null, r.status, r.pid ?? 1, r.requests ?? 9, JSON.stringify(r.byEndpoint ?? { list: 1 }), r.resumeAfter ?? null, r.error ?? null);
-  return Number(info.lastInsertRowid);
-}
+const insertRun = (r: RunRow) => insertRunRow(db, r);
 
 describe("responsesByEndpointStatus", () => {
   it("non-2xx attempts from the run's backoff and error journal entries; the rest of each endpoint's requests are 2xx", () => {
