@@ -32,6 +32,8 @@ const RAMP_FACTOR = 1.5;
 const QUIET_MS = 2_000;
 /** ...if at least this share of its requests really went out (not starved for work). */
 const QUIET_SHARE = 0.8;
+/** A span counts as sent at its rate (for the upper bound from its passes) when at least this share of the rate went out. */
+const STEADY_SHARE = 0.95;
 /** A 429 at a rate taken as quiet: that verdict came early (a bucket was still draining); low falls back to this share of it. */
 const QUIET_RETRACT = 0.95;
 /** Counts are compared over at least this long (shorter spans are dominated by the burst and clock noise). */
@@ -91,6 +93,8 @@ export class RateControl {
   /** Passes of requests sent at the rate in force (since its first request). */
   private passesAtRate = 0;
   private spentAtRate = 0;
+  /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
+  private stalledAtRate = false;
 
   get current(): RateSetting {
     return this.setting;
@@ -119,6 +123,11 @@ export class RateControl {
   /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
   spent(sentAt: number): void {
     if (sentAt >= this.rateSetAt) this.spentAtRate++;
+  }
+
+  /** A request is backing off alone (a 503 without Retry-After, a network error): the span at the rate in force was not steady. */
+  stalled(): void {
+    this.stalledAtRate = true;
   }
 
   /**
@@ -220,7 +229,9 @@ export class RateControl {
    */
   private rateCountHigh(sentAt: number): number {
     const spanMs = sentAt - this.rateSetAt;
-    if (!(spanMs >= COUNT_MIN_MS) || this.setting.phase === "ramp") return Infinity;
+    if (!(spanMs >= COUNT_MIN_MS) || this.setting.phase === "ramp" || this.stalledAtRate) return Infinity;
+    // Sent well below the rate in force (a stall, work running short): the bucket may have filled and overflowed.
+    if (this.sends - this.sendsAtSet < STEADY_SHARE * (this.setting.rate ?? 0) * (spanMs / 1000)) return Infinity;
     const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
     return (this.passesAtRate + this.spentAtRate + 1 + noise) / (spanMs / 1000);
   }
@@ -272,6 +283,7 @@ export class RateControl {
       this.rateSetAt = NaN;
       this.passesAtRate = 0;
       this.spentAtRate = 0;
+      this.stalledAtRate = false;
       this.sendsAtSet = this.sends;
       this.grownAt = now;
     }

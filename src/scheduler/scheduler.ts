@@ -224,6 +224,8 @@ export class RequestScheduler {
       // The grant counts the request and starts it in one synchronous step: workers resuming
       // in the same turn cannot overspend the budget or the pacer.
       const sentAt = await this.acquire(signal, endpoint);
+      // This attempt holds an in-flight slot until it is answered (or, when it waits alone, until it starts waiting).
+      let slot = true;
       let held = false;
       const onStatus: StatusListener = (status) => {
         if (held || (status !== 429 && status !== 503)) return;
@@ -241,16 +243,20 @@ export class RequestScheduler {
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") this.pauseUntil(this.clock.now() + waitMs.ms);
         else {
-          // The wait is this request's alone: the others go on while it sleeps.
+          // The wait is this request's alone: the others go on while it sleeps, in its slot too
+          // (a burst of 503s backing off in every slot would otherwise stop all sending for a backoff).
           if (held) {
             held = false;
             this.holds--;
-            this.pump();
           }
+          this.control.stalled();
+          slot = false;
+          this.inFlight--;
+          this.pump();
           await this.clock.sleep(waitMs.ms, signal);
         }
       } finally {
-        this.inFlight--;
+        if (slot) this.inFlight--;
         if (held) this.holds--;
         this.pump();
       }

@@ -218,4 +218,36 @@ describe("request scheduler", () => {
     expect(err.kind).toBe("quota-wall");
     expect(err.resumeAfter).toBeGreaterThanOrEqual(clock.t + 119_000);
   });
+
+  it("a request backing off alone (a 503 without Retry-After) frees its in-flight slot while it waits", async () => {
+    // With the slot held, a burst of 503s (one per slot) would stop every worker for a backoff.
+    const clock = new FakeClock();
+    const s = scheduler(clock, { concurrency: 1, backoffBaseMs: 1_000, backoffCapMs: 1_000 });
+    const signal = new AbortController().signal;
+    const events: string[] = [];
+    let failedOnce = false;
+    const failing = s.run(
+      "detail",
+      async () => {
+        events.push(`failing sent at ${clock.t}`);
+        if (failedOnce) return "retried";
+        failedOnce = true;
+        throw new ApiError("detail: HTTP 503", { kind: "http", endpoint: "detail", status: 503, retryAfter: null });
+      },
+      signal,
+    );
+    const other = s.run(
+      "detail",
+      async () => {
+        events.push(`other sent at ${clock.t}`);
+        return "ok";
+      },
+      signal,
+    );
+    const t0 = clock.t;
+    const results = await drive(clock, [failing, other]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+    // One slot: the other request went out during the backoff (at once), not after it (the backoff is 500 ms: random 0.5 × 1 s).
+    expect(events).toEqual([`failing sent at ${t0}`, `other sent at ${t0}`, `failing sent at ${t0 + 500}`]);
+  });
 });
