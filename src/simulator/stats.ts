@@ -22,6 +22,8 @@ export interface SimStats {
    * an admitted request: it spent the quota.
    */
   accepted: number;
+  /** Admitted requests per whole second since the first counted request (index 0: its first second). */
+  acceptedBySecond: number[];
   /** Epoch ms the first counted request arrived, and the last response ended (null before any). */
   firstRequestAt: number | null;
   lastResponseAt: number | null;
@@ -41,6 +43,7 @@ export class StatsCollector {
   private byStatus: Record<string, number> = {};
   private rateLimited = 0;
   private accepted = 0;
+  private acceptedBySecond: number[] = [];
   private firstAt: number | null = null;
   private lastEnd: number | null = null;
   private faultsFired: Partial<Record<FaultKind, number>> = {};
@@ -68,8 +71,11 @@ export class StatsCollector {
     };
   }
 
-  quotaAdmitted(): void {
+  quotaAdmitted(at = Date.now()): void {
     this.accepted++;
+    const second = Math.max(0, Math.floor((at - (this.firstAt ?? at)) / 1000));
+    while (this.acceptedBySecond.length <= second) this.acceptedBySecond.push(0);
+    this.acceptedBySecond[second]!++;
   }
 
   quotaRejected(): void {
@@ -96,6 +102,7 @@ export class StatsCollector {
       byStatus: { ...this.byStatus },
       rateLimited: this.rateLimited,
       accepted: this.accepted,
+      acceptedBySecond: [...this.acceptedBySecond],
       firstRequestAt: this.firstAt,
       lastResponseAt: this.lastEnd,
       retryAfterViolations: this.ledger.violations.map((v) => ({ ...v })),
@@ -113,6 +120,7 @@ export class StatsCollector {
     this.byStatus = {};
     this.rateLimited = 0;
     this.accepted = 0;
+    this.acceptedBySecond = [];
     this.firstAt = null;
     this.lastEnd = null;
     this.faultsFired = {};

@@ -4,7 +4,7 @@
  * shapes issue 10 names. The matrix itself runs in `npm run bench -- quota`.
  */
 import { describe, expect, it } from "vitest";
-import { leastMs, medianOf, QUOTA_CELLS, quotaFlags } from "../../src/bench/quota-matrix.js";
+import { leastMs, medianOf, QUOTA_CELLS, quotaFlags, steadyShare } from "../../src/bench/quota-matrix.js";
 
 describe("leastMs", () => {
   it("token bucket: (accepted − burst) ÷ rate, never negative", () => {
@@ -19,6 +19,18 @@ describe("leastMs", () => {
     expect(leastMs(q, 1028, 0)).toBe(30_000);
     expect(leastMs(q, 1028, 300)).toBe(29_700);
     expect(leastMs(q, 1028, 10_300)).toBe(29_700); // the offset counts within a window
+  });
+});
+
+describe("steadyShare", () => {
+  it("admitted over the run's middle half of whole seconds ÷ the bucket's rate over them", () => {
+    // 8 whole seconds: the middle half is seconds 2..5 (4 seconds); 10 req/s allows 40 there.
+    const perSecond = [30, 5, 9, 10, 10, 9, 10, 3];
+    expect(steadyShare({ requestsPerSecond: 10, burst: 20 }, perSecond, 8_400)).toBe(0.95);
+  });
+  it("none for a fixed window, or a run too short to have a middle", () => {
+    expect(steadyShare({ kind: "fixed-window", requests: 300, windowSeconds: 10 }, [300, 0, 0, 0], 4_000)).toBeNull();
+    expect(steadyShare({ requestsPerSecond: 10, burst: 1 }, [10], 1_500)).toBeNull();
   });
 });
 
