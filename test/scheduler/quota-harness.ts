@@ -122,6 +122,7 @@ class ModelServer {
     private readonly shape: QuotaShape,
     private readonly clock: VirtualClock,
     private readonly random: () => number,
+    private readonly stall?: { probability: number; ms: number },
   ) {
     this.tokens = shape.burst;
     this.last = clock.now();
@@ -130,9 +131,13 @@ class ModelServer {
 
   async request(): Promise<void> {
     const rtt = Math.max(1, (this.shape.latencyMs ?? 2) + (this.random() * 2 - 1) * (this.shape.jitterMs ?? 0));
-    await this.clock.sleep(rtt / 2);
+    // A busy machine: now and then a request leaves (or is read) late, by up to `stall.ms`.
+    const stall = this.stall && this.random() < this.stall.probability ? this.random() * this.stall.ms : 0;
+    const sentAt = this.clock.now();
+    await this.clock.sleep(rtt / 2 + stall);
     const arrival = this.clock.now();
-    if (this.deadlines.some((d) => d.readAt < arrival - rtt / 2 && arrival < d.until)) this.violations++;
+    // Sent after the client read a Retry-After, and arriving before its deadline.
+    if (this.deadlines.some((d) => d.readAt < sentAt && arrival < d.until)) this.violations++;
     const decision = this.decide(arrival);
     await this.clock.sleep(rtt / 2);
     if (decision.ok) return;
@@ -192,13 +197,15 @@ class ModelServer {
 export interface RunOptions {
   concurrency?: number;
   seed?: number;
+  /** Stalls of a loaded machine: this share of requests reaches the server up to `ms` late. */
+  stall?: { probability: number; ms: number };
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
 export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promise<ShapeResult> {
   const clock = new VirtualClock();
   const random = seeded(opts.seed ?? 1);
-  const server = new ModelServer(shape, clock, seeded((opts.seed ?? 1) + 1000));
+  const server = new ModelServer(shape, clock, seeded((opts.seed ?? 1) + 1000), opts.stall);
   const start = clock.now();
   const events: Array<{ atS: number; e: SchedulerEvent }> = [];
   const concurrency = opts.concurrency ?? 32;
