@@ -186,10 +186,11 @@ export class RateControl {
     } else if (s.phase === "probe" || s.phase === "hold") {
       this.learnFromCounts(now);
       if (s.phase === "probe" && s.rate !== null && this.quietAt(s.rate, now)) {
-        // Quiet at x for T: a bucket draining at x − r would have run dry unless r > x − B/T.
+        // Quiet for T: the N requests that passed came from at most B in the bucket and r × T, so
+        // r ≥ (N − B) / T. N counted, not x × T: timers that fire late send below the rate set.
         const t = (now - this.rateSetAt) / 1000;
         const noise = EDGE_NOISE + (s.rate * EDGE_NOISE_MS) / 1000;
-        this.low = Math.max(this.low, s.rate - (this.burstHigh + noise) / t);
+        this.low = Math.max(this.low, (this.passesAtRate - this.burstHigh - noise) / t);
       }
       this.probe(now);
     }
