@@ -57,10 +57,7 @@ async function applySkuOrLocation(client: ClientBase, ctx: ApplyContext, c: Chan
   else await updateRow(client, ctx, table, "t.id = $2", [c.id], fields, c);
   if (roots) {
     await client.query("DELETE FROM sku_root_quantities WHERE sku_id = $1", [c.id]);
-    await client.query("INSERT INTO sku_root_quantities (sku_id, root_location_id, quantity) SELECT $1, key, value::double precision FROM json_each_text($2)", [
-      c.id,
-      JSON.stringify(roots),
-    ]);
+    await client.query("INSERT INTO sku_root_quantities (sku_id, root_location_id, quantity) SELECT $1, key, value::double precision FROM json_each_text($2)", [c.id, JSON.stringify(roots)]);
   }
 }
 
@@ -96,10 +93,10 @@ async function applyHistory(client: ClientBase, ctx: ApplyContext, c: Change): P
   }
   const rows = (c.before?.rows ?? []) as Fields[];
   const keys = rows.map((r) => ({ row_key: r.row_key, dup_index: r.dup_index }));
-  const r = await client.query(
-    "DELETE FROM history h USING json_populate_recordset(null::history, $2) k WHERE h.sku_id = $1 AND h.row_key = k.row_key AND h.dup_index = k.dup_index",
-    [sku, JSON.stringify(keys)],
-  );
+  const r = await client.query("DELETE FROM history h USING json_populate_recordset(null::history, $2) k WHERE h.sku_id = $1 AND h.row_key = k.row_key AND h.dup_index = k.dup_index", [
+    sku,
+    JSON.stringify(keys),
+  ]);
   if (r.rowCount !== rows.length) throw diverged(c, `${rows.length} history rows to remove, ${r.rowCount} found`);
 }
 

@@ -69,10 +69,11 @@ export async function readPublishedState(client: ClientBase, workspaceId: string
  * the batch that reaches the snapshot's point (null keeps the one recorded).
  */
 export async function recordFeedPoint(client: ClientBase, workspaceId: string, feedSequence: number, mirrorRunId: number | null): Promise<void> {
-  await client.query(
-    `UPDATE ${catalog}.workspaces SET feed_sequence = $2, published_at = now(), load_kind = 'feed', mirror_run_id = coalesce($3, mirror_run_id) WHERE id = $1`,
-    [workspaceId, feedSequence, mirrorRunId],
-  );
+  await client.query(`UPDATE ${catalog}.workspaces SET feed_sequence = $2, published_at = now(), load_kind = 'feed', mirror_run_id = coalesce($3, mirror_run_id) WHERE id = $1`, [
+    workspaceId,
+    feedSequence,
+    mirrorRunId,
+  ]);
 }
 
 export async function recordPublishedPoint(client: ClientBase, p: PublishedPoint): Promise<void> {

@@ -84,7 +84,7 @@ async function lock(client: ClientBase, schema: string): Promise<void> {
  * name: never the password, and not readable as an address), so publishers of one mirror into
  * two databases confirm each for itself even with the same schema name.
  */
-export function consumerName(url: Secret, schema: string): string {
+function consumerName(url: Secret, schema: string): string {
   let where = "";
   try {
     const u = new URL(url.reveal());

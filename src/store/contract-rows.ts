@@ -92,7 +92,10 @@ export function openContractSnapshot(dbPath: string): ContractSnapshot {
       snapshotRowsFrom: (runId) => selectAll(db, "inventory_snapshots", columnsOf.get("inventory_snapshots")!, "WHERE run_id >= ?").raw().iterate(runId) as IterableIterator<unknown[]>,
       bookkeepingRows: (table) => {
         const { key, columns } = FEED_BOOKKEEPING[table];
-        return db.prepare(`SELECT ${[...key, ...columns].map((c) => `"${c}"`).join(", ")} FROM "${table}"`).raw().iterate() as IterableIterator<unknown[]>;
+        return db
+          .prepare(`SELECT ${[...key, ...columns].map((c) => `"${c}"`).join(", ")} FROM "${table}"`)
+          .raw()
+          .iterate() as IterableIterator<unknown[]>;
       },
       feedTableCounts: () => Object.fromEntries(FEED_TABLES.map((t) => [t, (db.prepare(`SELECT count(*) AS n FROM "${t}"`).get() as { n: number }).n])) as Record<FeedTable, number>,
       changesAfter: (since, limit) => readChanges(db, since, limit).filter((c) => point.feedSequence !== null && c.seq <= point.feedSequence),
