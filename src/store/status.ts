@@ -11,6 +11,7 @@ import { CLEAN_FRESHNESS } from "../core/api-schemas.js";
 import { ConfigError } from "../core/errors.js";
 import { hasTable, openMirrorReader, openReadOnly, type DB } from "./db.js";
 import { latestQuotaWall } from "./runs.js";
+import { feedBounds } from "./outbox.js";
 
 export interface NotCleanItem {
   skuId: string;
@@ -182,6 +183,8 @@ export interface MirrorState {
   skusNotClean(): number | null;
   /** A finished run's responses by endpoint and status (responsesByEndpointStatus). */
   responses(runId: number, requestsByEndpoint: Record<string, number>): Record<string, Record<string, number>>;
+  /** The change feed's latest seq (null without a feed). */
+  feedLatest(): number | null;
 }
 
 export function mirrorState(dbPath: string): MirrorState {
@@ -194,6 +197,7 @@ export function mirrorState(dbPath: string): MirrorState {
       }),
     skusNotClean: () => withStateReader(dbPath, null, (db) => countNotClean(db).skus),
     responses: (runId, byEndpoint) => withStateReader(dbPath, {}, (db) => responsesByEndpointStatus(db, runId, byEndpoint)),
+    feedLatest: () => withStateReader(dbPath, null, (db) => (hasTable(db, "changes") ? feedBounds(db).latest : null)),
   };
 }
 

@@ -8,7 +8,7 @@
  * the next publish load in bulk.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
@@ -260,7 +260,110 @@ describe("publish --postgres follows the change feed", () => {
     expect(next.load).toBe("feed");
     await expectTablesEqual(db, url, first.schema);
   }, 240_000);
+});
 
+describe("the daemon's continuous publish (publish.postgres.enabled)", () => {
+  async function startDaemon(name: string, db: string, pgUrl: string) {
+    const cfg = join(dir, `${name}.json`);
+    writeFileSync(cfg, JSON.stringify({ db, schedule: { incremental: "*/2 * * * * *", full: "0 0 1 1 *" }, daemon: { listen: "127.0.0.1:0" }, publish: { postgres: { enabled: true } } }));
+    const child = spawnCli(["daemon", "--config", cfg], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_PG_URL: pgUrl } });
+    let stderr = "";
+    child.stderr!.on("data", (d) => (stderr += d));
+    child.stdout!.resume();
+    const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+    const stop = async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      return exit;
+    };
+    return { child, stderr: () => stderr, exit, stop };
+  }
+  /** Succeeded runs of the daemon (0 while its database is not there yet). */
+  const daemonRuns = (db: string) => (existsSync(db) ? (sqliteRows(db, "SELECT count(*) AS n FROM sync_runs WHERE pid IS NOT NULL AND status = 'succeeded'")[0]!.n as number) : 0);
+  async function waitFor<T>(probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, what: () => string, timeoutMs = 90_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const v = await probe();
+      if (v) return v;
+      if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  /** PostgreSQL's recorded point, or null while the database or the workspace is not there. */
+  async function published(url: string): Promise<{ seq: number; run: number } | null> {
+    try {
+      const r = (await pgRows(url, "inventory_mirror", "SELECT feed_sequence AS seq, mirror_run_id AS run FROM workspaces"))[0];
+      return r ? { seq: Number(r.seq), run: Number(r.run) } : null;
+    } catch {
+      return null;
+    }
+  }
+  /** The bookkeeping moves with every run of a daemon that keeps syncing: compared are the contract's columns the feed carries. */
+  const MOVING = {
+    tables: ["workspace", "locations", "location_ancestors", "skus", "sku_root_quantities", "sku_location_quantities", "history"],
+    drop: ["first_seen_at", "last_seen_at", "missed_walks", "fetched_at", "checked_at"],
+  };
+
+  it("publishes after each run: PostgreSQL down (no such database) does not stop syncing; once it is there it loads in bulk, then follows churn by the feed", async () => {
+    const db = join(dir, "daemon.db");
+    const dbName = "daemon_target";
+    const url = `${server.url.replace(/\/postgres$/, "")}/${dbName}`;
+    const d = await startDaemon("daemon", db, url);
+    try {
+      // Runs go on while every publish fails.
+      await waitFor(() => daemonRuns(db) >= 2 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 2, d.stderr);
+      const port = Number(/"port":(\d+)/.exec(d.stderr())![1]);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(Number(/inventory_mirror_publish_runs_total\{load="failed"\} (\d+)/.exec(metrics)![1])).toBeGreaterThanOrEqual(2);
+
+      await server.createDatabase(dbName);
+      const first = await waitFor(async () => {
+        const p = await published(url);
+        return p && p.seq === latestSeq(db) && p;
+      }, d.stderr);
+      expect(d.stderr()).toMatch(/published into PostgreSQL in bulk/);
+      const schema = (await pgRows(url, "inventory_mirror", "SELECT schema_name FROM workspaces"))[0]!.schema_name as string;
+      await expectTablesEqual(db, url, schema, MOVING);
+
+      // A run in progress may see part of the churn: wait for a run that started after it, published.
+      const runAtChurn = sqliteRows(db, "SELECT max(id) AS id FROM sync_runs")[0]!.id as number;
+      churn(0.25);
+      const caughtUp = await waitFor(async () => {
+        const latest = latestSeq(db);
+        const p = await published(url);
+        return latest > first.seq && p && p.run > runAtChurn && p.seq === latest && p;
+      }, d.stderr);
+      expect(d.stderr()).toMatch(/published \d+ changes into PostgreSQL/);
+      const counts = await expectTablesEqual(db, url, schema, MOVING);
+      console.log(`daemon: PostgreSQL caught up to seq ${caughtUp.seq} (from ${first.seq}); compared ${JSON.stringify(counts)}`);
+      const after = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      expect(Number(/inventory_mirror_publish_runs_total\{load="feed"\} (\d+)/.exec(after)![1])).toBeGreaterThanOrEqual(1);
+      expect(Number(/inventory_mirror_publish_feed_sequence (\d+)/.exec(after)![1])).toBeGreaterThanOrEqual(caughtUp.seq);
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
+    expect(d.stderr()).not.toContain(server.password);
+    expect(d.stderr()).not.toContain(`127.0.0.1:${server.port}/`);
+  }, 240_000);
+
+  it("a PostgreSQL server that is not there (connection refused): the daemon syncs on, counts and logs each failed publish, never the URL", async () => {
+    const db = join(dir, "daemon-refused.db");
+    const password = "refused_pw_5e6f7a8b9c";
+    const url = `postgres://mirror:${password}@127.0.0.1:1/nowhere`;
+    const d = await startDaemon("daemon-refused", db, url);
+    try {
+      await waitFor(() => daemonRuns(db) >= 3 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 3, d.stderr);
+      const port = Number(/"port":(\d+)/.exec(d.stderr())![1]);
+      const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
+      expect(ready.status).toBe(200);
+    } finally {
+      expect(await d.stop()).toBe(0);
+    }
+    expect(d.stderr()).not.toContain(password);
+    expect(d.stderr()).not.toContain("127.0.0.1:1/");
+  }, 120_000);
+});
+
+describe("secrets", () => {
   it("never shows the connection string", () => {
     for (const o of outputs) {
       for (const text of [o.stdout, o.stderr]) {
