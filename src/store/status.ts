@@ -84,6 +84,19 @@ export interface StatusReport {
   runs: RunSummary[];
   quota: QuotaState;
   notClean: { pairs: number; skus: number; shown: NotCleanItem[] };
+  /** The change feed: its latest and oldest kept seq, and its registered consumers (the PostgreSQL publishers); null without a feed. */
+  feed: { latest: number; oldest: number | null; consumers: Array<{ name: string; confirmedSeq: number; confirmedAt: string | null; behind: number }> } | null;
+}
+
+function readFeed(db: DB): StatusReport["feed"] {
+  if (!hasTable(db, "changes") || !hasTable(db, "feed_consumers")) return null;
+  const { latest, oldest } = feedBounds(db);
+  const rows = db.prepare("SELECT name, confirmed_seq AS confirmedSeq, confirmed_at AS confirmedAt FROM feed_consumers ORDER BY name").all() as Array<{
+    name: string;
+    confirmedSeq: number;
+    confirmedAt: string | null;
+  }>;
+  return { latest, oldest, consumers: rows.map((c) => ({ ...c, behind: Math.max(0, latest - c.confirmedSeq) })) };
 }
 
 // ---- queries -----------------------------------------------------------------------------------------
@@ -334,6 +347,7 @@ export function readStatus(db: DB, opts: { database: string; runs: number; notCl
       ...readRuns(db, opts.runs, now),
       quota: readQuota(db, now),
       notClean: { ...counts, shown: hasQty ? listNotClean(db, opts.notCleanLimit) : [] },
+      feed: readFeed(db),
     };
   })();
 }

@@ -118,6 +118,10 @@ describe("publish --postgres follows the change feed", () => {
     const idle = await publish(db, url);
     expect([idle.load, idle.changes, idle.batches, idle.feedSequence]).toEqual(["feed", 0, 0, seq]);
     await expectTablesEqual(db, url, first.schema);
+    // `status` shows the publisher as a feed consumer, caught up.
+    const status = await cli(["status", "--db", db], {});
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain(`consumers: ${idle.consumer} confirmed ${seq} (0 behind)`);
   }, 300_000);
 
   it("a kill -9 of the publisher mid-batch, at six points (five by how far it got, one held inside a batch), resumes where its last batch committed: nothing lost or doubled", async () => {
