@@ -21,6 +21,8 @@ interface PublishJson {
   changes: number;
   batches: number;
   bookkeepingRows: number;
+  applyMs: number;
+  unfedMs: number;
 }
 
 export interface PublishRun {
@@ -70,6 +72,9 @@ export interface LagCycle {
   publishWallMs: number;
   peakRssMb: number;
   bookkeepingRows: number;
+  /** Of publishMs: applying the feed's changes, and the bookkeeping, ancestors and snapshots the feed does not carry. */
+  applyMs: number;
+  unfedMs: number;
 }
 
 /**
@@ -93,5 +98,7 @@ export async function lagCycle(sim: Simulator, db: string, url: string, fraction
     publishWallMs: round(m.wallMs, 0),
     peakRssMb: round(m.peakRssKb / 1024),
     bookkeepingRows: r.bookkeepingRows,
+    applyMs: r.applyMs,
+    unfedMs: r.unfedMs,
   };
 }

@@ -58,6 +58,9 @@ export interface PublishReport {
   batches: number;
   /** Following the feed: rows whose bookkeeping columns (last seen, fetched at, ...) were brought up to date. */
   bookkeepingRows: number;
+  /** Following the feed: ms applying its changes, and bringing up what it does not carry (bookkeeping, ancestors, snapshots). */
+  applyMs: number;
+  unfedMs: number;
   /** The bulk load's tables (empty when it followed the feed) and their rows. */
   tables: TableLoad[];
   rows: number;
@@ -162,12 +165,13 @@ export async function publishToPostgres(opts: PublishOptions): Promise<PublishRe
     let reason = bulkReason(snapshot, await readPublishedState(c, workspaceId), migrated, opts.bulk === true);
     const report: PublishReport = {
       ...{ workspaceId, schema, schemaVersion: migrated.to, load: "feed", bulkReason: null, mirrorRunId: lastFinishedRunId, feedSequence: null },
-      ...{ fromSequence: null, changes: 0, batches: 0, bookkeepingRows: 0, tables: [], rows: 0, consumer, confirmed: false, ms: 0 },
+      ...{ fromSequence: null, changes: 0, batches: 0, bookkeepingRows: 0, applyMs: 0, unfedMs: 0, tables: [], rows: 0, consumer, confirmed: false, ms: 0 },
     };
     if (!reason) {
       try {
         const f = await followFeed(c, snapshot, { schema, workspaceId, batchChanges: opts.batchChanges ?? DEFAULTS.publishBatchChanges, onBatch: opts.onBatch });
-        Object.assign(report, { feedSequence: f.toSequence, fromSequence: f.fromSequence, changes: f.changes, batches: f.batches, bookkeepingRows: f.bookkeepingRows });
+        const { toSequence, fromSequence, changes, batches, bookkeepingRows, applyMs, unfedMs } = f;
+        Object.assign(report, { feedSequence: toSequence, fromSequence, changes, batches, bookkeepingRows, applyMs, unfedMs });
       } catch (err) {
         if (!(err instanceof FeedDivergence)) throw err;
         await c.query("ROLLBACK");
