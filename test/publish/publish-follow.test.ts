@@ -4,8 +4,10 @@
  * real simulator over HTTP, a real PostgreSQL server (test/helpers/postgres.ts). Each publish
  * after churn applies only the feed's new changes, and PostgreSQL then equals the SQLite mirror
  * row by row; a publisher killed with SIGKILL mid-batch resumes where its last batch committed;
- * retention never prunes past the publisher's confirmed seq; an outbox pruned past it makes
- * the next publish load in bulk.
+ * retention never prunes past the publisher's confirmed seq; an outbox pruned past it, or a
+ * PostgreSQL that no longer holds what the feed starts from, makes the next publish load in bulk.
+ * The daemon with publish.postgres.enabled publishes after its runs, and syncs on while
+ * PostgreSQL is missing or refuses connections.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -263,6 +265,23 @@ describe("publish --postgres follows the change feed", () => {
     const next = await publish(db, url);
     expect(next.load).toBe("feed");
     await expectTablesEqual(db, url, first.schema);
+  }, 240_000);
+  it("a PostgreSQL that no longer holds what the feed starts from (rows deleted by hand) is loaded in bulk instead, equal row by row", async () => {
+    const { db, url, first } = await mirrorAndBulk("diverged");
+    const c = await connect(url);
+    try {
+      await c.query(`DELETE FROM "${first.schema}".sku_location_quantities`);
+    } finally {
+      await c.end();
+    }
+    churn(0.2);
+    await sync(db);
+    const again = await publish(db, url);
+    expect(again.load).toBe("bulk");
+    expect(again.bulkReason).toMatch(/^PostgreSQL does not match the feed \(/);
+    await expectTablesEqual(db, url, first.schema);
+    const next = await publish(db, url);
+    expect(next.load).toBe("feed");
   }, 240_000);
 });
 
