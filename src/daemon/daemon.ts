@@ -319,7 +319,7 @@ export class Daemon {
       const result = await this.sync({ mode, config: this.config, key, logger: this.logger, signal: this.ac.signal, progress });
       const outcome = this.recordResult(mode, result);
       // Whatever the run committed goes on to PostgreSQL; a stop does not wait for a publish to start.
-      if (this.publisher && !this.ac.signal.aborted) await this.publisher.afterRun(result.runId);
+      if (this.publisher && !this.ac.signal.aborted) await this.publisher.afterRun(result.runId, this.ac.signal);
       return outcome;
     } catch (err) {
       return this.recordError(mode, startedAt, err instanceof Error ? err : new Error(String(err)));

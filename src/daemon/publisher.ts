@@ -30,12 +30,15 @@ export class ContinuousPublisher {
     this.publish = o.publish ?? publishToPostgres;
   }
 
-  /** Publishes the mirror's current point; never throws. Returns the report, or null when it failed. */
-  async afterRun(runId: number | null): Promise<PublishReport | null> {
+  /**
+   * Publishes the mirror's current point; never throws. Returns the report, or null when it failed.
+   * `signal` (the daemon stopping) ends a publish that follows the feed between two batches.
+   */
+  async afterRun(runId: number | null, signal?: AbortSignal): Promise<PublishReport | null> {
     const { config, logger, metrics } = this.o;
     const started = Date.now();
     try {
-      const r = await this.publish({ dbPath: config.db, url: this.o.url, schema: config.publish.postgres.schema, batchChanges: config.publish.postgres.batchChanges });
+      const r = await this.publish({ dbPath: config.db, url: this.o.url, schema: config.publish.postgres.schema, batchChanges: config.publish.postgres.batchChanges, signal });
       metrics.publish.observe(r, Date.now());
       const fields = { runId, schema: r.schema, load: r.load, feedSequence: r.feedSequence, changes: r.changes, batches: r.batches, rows: r.rows, ms: r.ms, confirmed: r.confirmed };
       if (r.load === "bulk") logger.info({ ...fields, reason: r.bulkReason }, `published into PostgreSQL in bulk (${r.bulkReason})`);

@@ -23,6 +23,8 @@ export interface FollowOptions {
   batchChanges: number;
   /** Hears each committed batch: its last seq and how many changes it held. */
   onBatch?: (b: { seq: number; changes: number }) => void;
+  /** Once aborted, no further batch starts (PostgreSQL stays at the last one committed: a resumable point). */
+  signal?: AbortSignal;
 }
 
 export interface FollowResult {
@@ -61,6 +63,7 @@ export async function followFeed(client: ClientBase, snapshot: ContractSnapshot,
   const ctx: ApplyContext = { columns: await tableColumns(client, o.schema), historyRowid: (s, k, d) => snapshot.historyRowid(s, k, d) };
   const result: FollowResult = { fromSequence: -1, toSequence: -1, changes: 0, batches: 0, bookkeepingRows: 0, applyMs: 0, unfedMs: 0 };
   for (;;) {
+    if (o.signal?.aborted && result.fromSequence >= 0) return result;
     const at = await beginBatch(client, o);
     if (result.fromSequence < 0) result.fromSequence = at;
     if (at > target) {
@@ -80,6 +83,7 @@ export async function followFeed(client: ClientBase, snapshot: ContractSnapshot,
     result.unfedMs += Date.now() - t1;
     await recordFeedPoint(client, o.workspaceId, reached, last ? snapshot.point.lastFinishedRunId : null);
     await client.query("COMMIT");
+    result.toSequence = reached;
     if (batch.length) {
       result.changes += batch.length;
       result.batches++;

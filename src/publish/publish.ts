@@ -39,6 +39,8 @@ export interface PublishOptions {
   bulk?: boolean;
   onTable?: (t: TableLoad) => void;
   onBatch?: (b: { seq: number; changes: number }) => void;
+  /** Stops following the feed between two batches (the daemon stopping); PostgreSQL keeps what committed. */
+  signal?: AbortSignal;
 }
 
 export interface PublishReport {
@@ -169,7 +171,7 @@ export async function publishToPostgres(opts: PublishOptions): Promise<PublishRe
     };
     if (!reason) {
       try {
-        const f = await followFeed(c, snapshot, { schema, workspaceId, batchChanges: opts.batchChanges ?? DEFAULTS.publishBatchChanges, onBatch: opts.onBatch });
+        const f = await followFeed(c, snapshot, { schema, workspaceId, batchChanges: opts.batchChanges ?? DEFAULTS.publishBatchChanges, onBatch: opts.onBatch, signal: opts.signal });
         const { toSequence, fromSequence, changes, batches, bookkeepingRows, applyMs, unfedMs } = f;
         Object.assign(report, { feedSequence: toSequence, fromSequence, changes, batches, bookkeepingRows, applyMs, unfedMs });
       } catch (err) {
