@@ -22,8 +22,8 @@ const ROOMS = {
   analysis: ["core", "store"],
   // PostgreSQL: the mirror's contract tables, read through the store, published into a server
   publish: ["core", "store"],
-  // on top
-  daemon: ["core", "client", "scheduler", "store", "sync", "analysis"],
+  // on top: the daemon publishes into PostgreSQL after its runs (publish.postgres.enabled)
+  daemon: ["core", "client", "scheduler", "store", "sync", "analysis", "publish"],
   cli: ["core", "client", "scheduler", "store", "sync", "analysis", "publish", "daemon", "simulator"],
   // apart: the built-in API simulator knows only the shared shapes
   simulator: ["core"],

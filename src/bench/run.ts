@@ -24,8 +24,10 @@
  *   request, against the naive baseline (naive.ts) run in the same bench run.
  * 4 write path: 1,000,000 history rows through the store alone (write-path.ts).
  * 5 memory: peak RSS of the sync process, 20,000 SKUs (the runs of scenario 3) and 100,000.
- * 6 publish into PostgreSQL (issue 13): `publish --postgres` of the 20,000-SKU mirror of scenario 3
- *   (rows/s of the bulk load, peak RSS), into the server INVENTORY_PG_URL names; skipped without it.
+ * 6 publish into PostgreSQL (issue 13): `publish --postgres --bulk` of the 20,000-SKU mirror of
+ *   scenario 3 (rows/s of the bulk load, peak RSS), then 1% churn cycles, each an incremental sync
+ *   and a publish that follows the change feed (lag from the run's commit to PostgreSQL's, median
+ *   and max, the publisher's peak RSS), into the server INVENTORY_PG_URL names; skipped without it.
  */
 import { execFileSync } from "node:child_process";
 import { cpus, freemem, release, totalmem } from "node:os";
@@ -37,7 +39,7 @@ import { parseArgs } from "node:util";
 import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
 import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCell, summariseMatrix, type CellResult } from "./quota-matrix.js";
 import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
-import { publishRun, type PublishRun } from "./publish-pg.js";
+import { type LagCycle, lagCycle, publishRun, type PublishRun } from "./publish-pg.js";
 import { historyRowCounts, latestRun, skusFetchedInWalk, skusNotClean } from "../store/mirror-rows.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -123,13 +125,17 @@ async function throughputAndEconomy() {
   sims.push(sim);
   let lastDb = "";
   if (only.has(3) || only.has(5) || only.has(2) || only.has(6)) lastDb = await throughput(sim, N);
-  if (only.has(6)) await publishToPostgres(lastDb);
   if (only.has(2)) await economy(sim, N, lastDb);
+  // After scenario 2, whose first cycle measures an unchanged workspace: 6 churns it.
+  if (only.has(6)) await publishToPostgres(sim, lastDb);
   await sim.stop();
 }
 
-/** Scenario 6: publish --postgres of the 20,000-SKU mirror, repeated (each a full reload of the same schema). */
-async function publishToPostgres(db: string) {
+/** Follow-the-feed cycles of scenario 6 (at least five, as the issue asks for a median and a max). */
+const LAG_CYCLES = 5;
+
+/** Scenario 6: publish --postgres --bulk of the 20,000-SKU mirror, repeated (each a full reload of the same schema); then the lag cycles. */
+async function publishToPostgres(sim: Simulator, db: string) {
   const url = process.env.INVENTORY_PG_URL;
   if (!url) {
     log("6 publish: skipped (set INVENTORY_PG_URL to a PostgreSQL database the bench may write to)");
@@ -142,14 +148,30 @@ async function publishToPostgres(db: string) {
     log(`6 publish: run ${i + 1}: ${r.rows} rows, ${r.rowsPerS} rows/s (COPY alone ${r.copyRowsPerS}), wall ${(r.wallMs / 1000).toFixed(1)} s, peak RSS ${r.peakRssMb} MB`);
     runs.push(r);
   }
+  const cycles: LagCycle[] = [];
+  for (let i = 0; i < Math.max(LAG_CYCLES, reps(LAG_CYCLES)); i++) {
+    const c = await lagCycle(sim, db, url, 0.01, 700 + i);
+    log(
+      `6 publish: lag cycle ${i + 1}: ${c.changes} changes in ${c.batches} batches, lag ${c.lagMs} ms (publish ${c.publishMs} ms: changes ${c.applyMs}, bookkeeping of ${c.bookkeepingRows} rows etc. ${c.unfedMs}; process ${c.publishWallMs} ms), peak RSS ${c.peakRssMb} MB`,
+    );
+    cycles.push(c);
+  }
   results.publish = {
-    setup: { skus: 20_000, mirror: "scenario 3's last full sync", server: "INVENTORY_PG_URL" },
+    setup: { skus: 20_000, mirror: "scenario 3's last full sync (after scenario 2's cycles when run)", server: "INVENTORY_PG_URL", lagCycles: "1% churn (seeded), incremental sync, publish" },
     runs,
     median: {
       rowsPerS: median(runs.map((r) => r.rowsPerS)),
       copyRowsPerS: median(runs.map((r) => r.copyRowsPerS)),
       wallMs: median(runs.map((r) => r.wallMs)),
       peakRssMb: median(runs.map((r) => r.peakRssMb)),
+    },
+    lag: {
+      cycles,
+      medianMs: median(cycles.map((c) => c.lagMs)),
+      maxMs: Math.max(...cycles.map((c) => c.lagMs)),
+      medianPublishMs: median(cycles.map((c) => c.publishMs)),
+      maxPublishMs: Math.max(...cycles.map((c) => c.publishMs)),
+      peakRssMb: Math.max(...cycles.map((c) => c.peakRssMb)),
     },
   };
 }
@@ -441,7 +463,8 @@ function table(): string {
     rows.push([
       "6",
       "publish to PostgreSQL",
-      `${Math.round(p.median.rowsPerS).toLocaleString("en")} rows/s (${p.runs[0].rows.toLocaleString("en")} rows), peak RSS ${p.median.peakRssMb} MB`,
+      `${Math.round(p.median.rowsPerS).toLocaleString("en")} rows/s (${p.runs[0].rows.toLocaleString("en")} rows), peak RSS ${p.median.peakRssMb} MB; ` +
+        `lag median ${p.lag.medianMs} ms, max ${p.lag.maxMs} ms (publish alone ${p.lag.medianPublishMs}/${p.lag.maxPublishMs} ms), peak RSS ${p.lag.peakRssMb} MB`,
       `COPY alone ${Math.round(p.median.copyRowsPerS).toLocaleString("en")} rows/s`,
       "-",
       "none yet",

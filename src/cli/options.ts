@@ -215,17 +215,27 @@ export const COMMANDS: CommandDef[] = [
   },
   {
     name: "publish",
-    usage: "inventory-mirror publish --postgres [--schema NAME] [--db FILE] [--json]",
-    summary: "copy the mirror's tables and BI views into PostgreSQL (one shot, one transaction; no API key)",
+    usage: "inventory-mirror publish --postgres [--schema NAME] [--bulk] [--batch-size N] [--db FILE] [--json]",
+    summary: "copy the mirror's tables and BI views into PostgreSQL: in bulk, then by the change feed (no API key)",
     description:
-      "Loads every contract table of the mirror (docs/schema.md) into the workspace's schema of a PostgreSQL database\n" +
-      "with COPY, in one transaction that also records which point of the mirror it loaded (inventory_mirror.workspaces),\n" +
-      "and rebuilds the cross-workspace views. Readers see the previous load until it commits; a killed publish leaves\n" +
-      "PostgreSQL as it was. The connection string comes only from INVENTORY_PG_URL or INVENTORY_PG_URL_FILE.\n" +
-      "Reads the mirror read-only (no key, no request), so it works while a sync is writing.",
+      "The first publish loads every contract table of the mirror (docs/schema.md) into the workspace's schema of a\n" +
+      "PostgreSQL database with COPY, in one transaction that also records which point of the mirror and which seq of\n" +
+      "the change feed it loaded (inventory_mirror.workspaces), and rebuilds the cross-workspace views. Every later\n" +
+      "publish applies the feed's changes after that seq, in batches, each with its new seq in one transaction: a killed\n" +
+      "publish resumes with nothing lost or applied twice. It loads in bulk again when the schema is new or migrated, or\n" +
+      "the feed was pruned past PostgreSQL's seq. The publisher is a registered feed consumer: retention keeps what it has\n" +
+      "not confirmed. The connection string comes only from INVENTORY_PG_URL or INVENTORY_PG_URL_FILE.\n" +
+      "Reads the mirror read-only (no key, no request) but for its consumer's row, so it works while a sync is writing.",
     options: [
       { name: "postgres", type: "boolean", help: "publish into PostgreSQL (INVENTORY_PG_URL or INVENTORY_PG_URL_FILE)" },
       { name: "schema", type: "string", arg: "NAME", help: "the workspace's schema (default: config publish.postgres.schema, else ws_<workspace id>)" },
+      { name: "bulk", type: "boolean", help: "load every table in bulk even when the change feed could be followed" },
+      {
+        name: "batch-size",
+        type: "string",
+        arg: "N",
+        help: `most changes of the feed per PostgreSQL transaction (default: config publish.postgres.batchChanges, ${DEFAULTS.publishBatchChanges})`,
+      },
       DB,
       { name: "config", type: "string", arg: "FILE", help: "config file, for its db and publish settings. Env: INVENTORY_CONFIG" },
       { name: "log-level", type: "string", arg: "LEVEL", help: "fatal, error, warn, info, debug, trace or silent (default info); logs are JSON lines on stderr" },

@@ -146,10 +146,18 @@ export const ConfigSchema = z.strictObject({
       retentionMaxChanges: positiveInt.default(DEFAULTS.feedRetentionMaxChanges),
     })
     .prefault({}),
-  /** Where `publish --postgres` writes. The connection string is not configuration (INVENTORY_PG_URL). */
+  /** Where `publish --postgres` and the daemon's continuous publish write. The connection string is not configuration (INVENTORY_PG_URL). */
   publish: z
     .strictObject({
-      postgres: z.strictObject({ schema: orNull(z.string().regex(PG_SCHEMA_NAME, PG_SCHEMA_NAME_RULE)) }).prefault({}),
+      postgres: z
+        .strictObject({
+          schema: orNull(z.string().regex(PG_SCHEMA_NAME, PG_SCHEMA_NAME_RULE)),
+          /** The daemon publishes after each run that committed (INVENTORY_PG_URL or INVENTORY_PG_URL_FILE then required). */
+          enabled: z.boolean().default(DEFAULTS.publishPostgresEnabled),
+          /** Most changes of the feed per PostgreSQL transaction. */
+          batchChanges: positiveInt.default(DEFAULTS.publishBatchChanges),
+        })
+        .prefault({}),
     })
     .prefault({}),
 });
@@ -186,6 +194,7 @@ const OVERLAY = [
   { path: ["expectedWorkspace", "name"], flag: "expectedWorkspaceName" },
   { path: ["rateLimit", "requestsPerSecond"], flag: "maxRps", read: number, expected: "a positive number" },
   { path: ["sync", "maxRequests"], flag: "maxRequests", read: wholeNumber, expected: `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}` },
+  { path: ["publish", "postgres", "batchChanges"], flag: "batchSize", read: wholeNumber, expected: `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}` },
   { path: ["daemon", "listen"], flag: "listen", env: "INVENTORY_DAEMON_LISTEN", expected: "host:port such as 127.0.0.1:9464 or 0.0.0.0:9464" },
 ] as const satisfies readonly Overlay[];
 

@@ -135,6 +135,28 @@ export const DEFAULTS = {
   feedPollIntervalMs: 500,
   /** Most changes in one /changes answer or one read of `changes` (a consumer asks again from the last seq). */
   feedPageSize: 1_000,
+  /**
+   * The daemon publishes into PostgreSQL only when asked (publish.postgres.enabled): `npm start`
+   * and a daemon without it stay SQLite only, and need no connection string.
+   */
+  publishPostgresEnabled: false,
+  /**
+   * Most changes of the feed a publisher applies to PostgreSQL in one transaction: large
+   * enough that a churn cycle of a big workspace is a handful of commits, small enough that
+   * a transaction holds its row locks for well under a second.
+   */
+  publishBatchChanges: 1_000,
+  /**
+   * How long the one-shot publisher waits for SQLite's write lock to register or confirm
+   * itself as a feed consumer: a sync's transactions are short (one SKU, one page); a
+   * confirm skipped because the lock stayed busy is safe (retention just keeps more).
+   */
+  publishConfirmBusyMs: 2_000,
+  /**
+   * How long the publisher waits for a PostgreSQL connection: a server that is down answers
+   * at once, one that is unreachable must not hold the daemon's schedule for long.
+   */
+  publishConnectTimeoutMs: 10_000,
   /** Share of SKUs whose fetch may fail before a run gives up as failed (not partial). */
   maxFailedShare: 0.05,
   /** Non-TTY progress line interval. */

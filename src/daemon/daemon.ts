@@ -33,6 +33,9 @@
  *   skipped (reason "quota"), so the daemon does not knock on a closed door.
  * - Another process holds the writer lock (a manual `sync`): the tick is skipped
  *   (reason "locked"). The daemon never holds the lock between runs.
+ * - publish.postgres.enabled: after each run that ended with a result, the mirror is
+ *   published into PostgreSQL (publisher.ts), inside the tick, so the next run waits for
+ *   it; a failed publish is logged and counted and never fails the run.
  */
 import { createTask, type ScheduledTask } from "node-cron";
 import type { ResolvedConfig } from "../core/config.js";
@@ -47,6 +50,7 @@ import { runSync, type SyncOptions, type SyncResult } from "../sync/sync.js";
 import { FeedEndpoint } from "./feed.js";
 import { startHttp, type DaemonHttp, type Readiness } from "./http.js";
 import { DaemonMetrics, type ErrorKind, type SkipReason } from "./metrics.js";
+import { ContinuousPublisher, type PublishFunction } from "./publisher.js";
 import { dbStateReader, DbTickJournal, type StateReader, type TickJournal } from "./state.js";
 
 /** What the daemon calls for a run: `runSync` or a test double. */
@@ -82,6 +86,8 @@ export interface DaemonOptions {
   http?: { host: string; port: number } | false;
   /** Run the catch-up incremental sync on start when due (default true). */
   catchUp?: boolean;
+  /** publish.postgres.enabled: where to publish after each run that ended with a result (publisher.ts); `publish` for tests. */
+  postgres?: { url: Secret; publish?: PublishFunction } | null;
 }
 
 export type TickSource = "schedule" | "startup" | "manual";
@@ -111,6 +117,7 @@ export class Daemon {
   private readonly keySource: Secret | (() => Secret);
   private readonly httpAt: { host: string; port: number } | false;
   private readonly catchUp: boolean;
+  private readonly publisher: ContinuousPublisher | null;
 
   private started = false;
   private stopping: Promise<void> | null = null;
@@ -142,7 +149,10 @@ export class Daemon {
       new DaemonMetrics({
         ready: () => this.readiness().ready,
         skusNotClean: () => this.state.skusNotClean(),
+        feedLatest: () => this.state.feedLatest?.() ?? null,
       });
+    const pgTarget = opts.postgres;
+    this.publisher = pgTarget ? new ContinuousPublisher({ config: this.config, url: pgTarget.url, logger: this.logger, metrics: this.metrics, publish: pgTarget.publish }) : null;
   }
 
   /** Aborted by `stop()`; every run gets it. */
@@ -307,7 +317,10 @@ export class Daemon {
     try {
       const key = typeof this.keySource === "function" ? this.keySource() : this.keySource;
       const result = await this.sync({ mode, config: this.config, key, logger: this.logger, signal: this.ac.signal, progress });
-      return this.recordResult(mode, result);
+      const outcome = this.recordResult(mode, result);
+      // Whatever the run committed goes on to PostgreSQL; a stop does not wait for a publish to start.
+      if (this.publisher && !this.ac.signal.aborted) await this.publisher.afterRun(result.runId, this.ac.signal);
+      return outcome;
     } catch (err) {
       return this.recordError(mode, startedAt, err instanceof Error ? err : new Error(String(err)));
     } finally {

@@ -24,12 +24,17 @@ export type ErrorKind = (typeof ERROR_KINDS)[number];
 /** Run durations from a few seconds (incremental, small workspace) to hours (first backfill under a quota). */
 const DURATION_BUCKETS = [1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 14400];
 
+/** `load` label of publish_runs_total: how a publish into PostgreSQL went. */
+const PUBLISH_OUTCOMES = ["bulk", "feed", "failed"] as const;
+
 export interface MetricsOptions {
   /** process_* and nodejs_* metrics (default true). */
   defaultMetrics?: boolean;
   /** Read at scrape time. */
   ready?: () => boolean;
   skusNotClean?: () => number | null;
+  /** The change feed's latest seq (publish_pending_changes is that minus publish_feed_sequence). */
+  feedLatest?: () => number | null;
 }
 
 export class DaemonMetrics {
@@ -50,6 +55,7 @@ export class DaemonMetrics {
   readonly running: Gauge<"mode">;
   readonly skusNotClean: Gauge;
   readonly ready: Gauge;
+  readonly publish: PublishMetrics;
 
   constructor(opts: MetricsOptions = {}) {
     const registers = [this.registry];
@@ -117,6 +123,8 @@ export class DaemonMetrics {
     );
     this.ready = scrapedGauge(`${PREFIX}ready`, "1 when /readyz answers 200 (the last successful run is younger than daemon.readyMaxAgeSeconds).", registers, ready && (() => (ready() ? 1 : 0)));
 
+    this.publish = new PublishMetrics(registers, opts.feedLatest);
+
     this.zeroSeries();
     if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
   }
@@ -168,6 +176,54 @@ export class DaemonMetrics {
   }
   get contentType(): string {
     return this.registry.contentType;
+  }
+}
+
+/** The continuous publish into PostgreSQL (daemon/publisher.ts): every series exists from the start, at 0. */
+class PublishMetrics {
+  private readonly runs: Counter<"load">;
+  private readonly changes: Counter;
+  private readonly sequence: Gauge;
+  private readonly lastSuccess: Gauge;
+  private lastPublished: number | null = null;
+
+  constructor(registers: Registry[], feedLatest: (() => number | null) | undefined) {
+    this.runs = new Counter({
+      name: `${PREFIX}publish_runs_total`,
+      help: "Publishes into PostgreSQL after a run (publish.postgres.enabled): bulk (every table), feed (the change feed's new changes), failed.",
+      labelNames: ["load"],
+      registers,
+    });
+    this.changes = new Counter({ name: `${PREFIX}publish_changes_total`, help: "Changes of the feed applied to PostgreSQL.", registers });
+    this.sequence = new Gauge({ name: `${PREFIX}publish_feed_sequence`, help: "The change feed's seq PostgreSQL holds after the last successful publish.", registers });
+    this.lastSuccess = new Gauge({ name: `${PREFIX}publish_last_success_timestamp_seconds`, help: "Unix time of the last successful publish into PostgreSQL (0: none yet).", registers });
+    scrapedGauge(
+      `${PREFIX}publish_pending_changes`,
+      "Changes of the feed not yet in PostgreSQL: the feed's latest seq minus publish_feed_sequence (0 until the first publish).",
+      registers,
+      feedLatest &&
+        (() => {
+          const l = safe(feedLatest);
+          return l === null || this.lastPublished === null ? 0 : Math.max(0, l - this.lastPublished);
+        }),
+    );
+    for (const load of PUBLISH_OUTCOMES) this.runs.labels(load).inc(0);
+    this.lastSuccess.set(0);
+  }
+
+  /** A publish after a run: its report, or null when it failed. */
+  observe(r: { load: "bulk" | "feed"; changes: number; feedSequence: number | null } | null, at: number): void {
+    if (!r) {
+      this.runs.labels("failed").inc();
+      return;
+    }
+    this.runs.labels(r.load).inc();
+    this.changes.inc(r.changes);
+    if (r.feedSequence !== null) {
+      this.lastPublished = r.feedSequence;
+      this.sequence.set(r.feedSequence);
+    }
+    this.lastSuccess.set(at / 1000);
   }
 }
 

@@ -30,6 +30,8 @@ export interface StateReader {
   skusNotClean(): number | null;
   /** A finished run's responses by endpoint and status. */
   responses(runId: number, requestsByEndpoint: Record<string, number>): Record<string, Record<string, number>>;
+  /** The change feed's latest seq (for publish_pending_changes); absent or null: unknown. */
+  feedLatest?(): number | null;
 }
 
 export function dbStateReader(dbPath: string): StateReader {
@@ -39,6 +41,7 @@ export function dbStateReader(dbPath: string): StateReader {
     resumeAfter: () => m.quotaWallAt(),
     skusNotClean: () => m.skusNotClean(),
     responses: (runId, byEndpoint) => m.responses(runId, byEndpoint),
+    feedLatest: () => m.feedLatest(),
   };
 }
 

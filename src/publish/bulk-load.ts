@@ -22,9 +22,9 @@ export interface TableLoad {
   ms: number;
 }
 
-function* copyChunks(snapshot: ContractSnapshot, table: ContractTable, columns: string[]): Generator<string> {
+function* copyChunks(rows: Iterable<unknown[]>, table: string, columns: string[]): Generator<string> {
   let chunk = "";
-  for (const row of snapshot.rows(table)) {
+  for (const row of rows) {
     chunk += copyLine(row, table, columns);
     if (chunk.length >= COPY_CHUNK_CHARS) {
       yield chunk;
@@ -45,11 +45,19 @@ async function loadTable(client: ClientBase, schema: string, snapshot: ContractS
 
 async function copyTable(client: ClientBase, schema: string, snapshot: ContractSnapshot, table: ContractTable, started: number): Promise<TableLoad> {
   const target = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(table)}`;
-  const columns = snapshot.columns(table);
   await client.query(`TRUNCATE ${target}`);
+  const rows = await copyRows(client, target, table, snapshot.columns(table), snapshot.rows(table));
+  return { table, rows, ms: Date.now() - started };
+}
+
+/**
+ * COPYs `rows` (arrays in `columns` order) into `target` (an identifier, escaped and qualified as
+ * the caller needs) inside the caller's transaction; `table` names it in errors. Returns the count.
+ */
+export async function copyRows(client: ClientBase, target: string, table: string, columns: string[], rows: Iterable<unknown[]>): Promise<number> {
   const copy = client.query(copyFrom(`COPY ${target} (${columns.map((c) => pg.escapeIdentifier(c)).join(", ")}) FROM STDIN`));
-  await pipeline(Readable.from(copyChunks(snapshot, table, columns)), copy);
-  return { table, rows: Number(copy.rowCount), ms: Date.now() - started };
+  await pipeline(Readable.from(copyChunks(rows, table, columns)), copy);
+  return Number(copy.rowCount);
 }
 
 /** Loads every contract table, parents first; `onTable` hears each one as it is done. */

@@ -46,6 +46,36 @@ export interface PublishedPoint {
   loadKind: "bulk";
 }
 
+/** What PostgreSQL says it holds of a workspace (null: never published into this database). */
+export interface PublishedState {
+  schemaName: string;
+  schemaVersion: number;
+  feedSequence: number | null;
+}
+
+/** The workspace's row of `workspaces`; `forUpdate` locks it for the caller's transaction. */
+export async function readPublishedState(client: ClientBase, workspaceId: string, forUpdate = false): Promise<PublishedState | null> {
+  const { rows } = await client.query<{ schema_name: string; schema_version: number; feed_sequence: string | number | null }>(
+    `SELECT schema_name, schema_version, feed_sequence FROM ${catalog}.workspaces WHERE id = $1${forUpdate ? " FOR UPDATE" : ""}`,
+    [workspaceId],
+  );
+  const r = rows[0];
+  return r ? { schemaName: r.schema_name, schemaVersion: Number(r.schema_version), feedSequence: r.feed_sequence === null ? null : Number(r.feed_sequence) } : null;
+}
+
+/**
+ * A batch of the feed applied: its last seq recorded in the batch's transaction (so a kill
+ * leaves PostgreSQL at a batch boundary, with the seq that says which). `mirrorRunId` only on
+ * the batch that reaches the snapshot's point (null keeps the one recorded).
+ */
+export async function recordFeedPoint(client: ClientBase, workspaceId: string, feedSequence: number, mirrorRunId: number | null): Promise<void> {
+  await client.query(`UPDATE ${catalog}.workspaces SET feed_sequence = $2, published_at = now(), load_kind = 'feed', mirror_run_id = coalesce($3, mirror_run_id) WHERE id = $1`, [
+    workspaceId,
+    feedSequence,
+    mirrorRunId,
+  ]);
+}
+
 export async function recordPublishedPoint(client: ClientBase, p: PublishedPoint): Promise<void> {
   await client.query(
     `INSERT INTO ${catalog}.workspaces (id, name, schema_name, schema_version, published_at, mirror_run_id, feed_sequence, load_kind)

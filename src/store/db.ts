@@ -89,6 +89,17 @@ export function openReadOnly(path: string, busyTimeoutMs: number = DEFAULTS.busy
   return db;
 }
 
+/**
+ * A short-lived read-write connection to an existing mirror for one small write from a process
+ * that is not its writer (the publisher confirming what it published, store/outbox.ts): no
+ * migration, no writer lock, and SQLite's own lock waited for at most `busyTimeoutMs`.
+ */
+export function openSideWriter(path: string, busyTimeoutMs: number): DB {
+  const db = new Database(path, { fileMustExist: true });
+  db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+  return db;
+}
+
 /** A read-only connection to an existing mirror: refuses a missing file or another program's database. */
 export function openMirrorReader(path: string): DB {
   if (!existsSync(path)) throw new ConfigError(`database ${path} does not exist; run 'inventory-mirror sync --full' first or pass --db`);

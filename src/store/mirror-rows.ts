@@ -69,10 +69,10 @@ export function tableCounts(dbPath: string): Record<string, number> {
 // ---- the bench's call economy (scenario 2)
 
 /** The latest run and the list walk it belongs to. */
-export function latestRun(dbPath: string): { id: number; walkId: number } {
+export function latestRun(dbPath: string): { id: number; walkId: number; finishedAt: string | null } {
   return withReadOnly(dbPath, (db) => {
-    const r = db.prepare("SELECT id, walk_id FROM sync_runs ORDER BY id DESC LIMIT 1").get() as { id: number; walk_id: number };
-    return { id: r.id, walkId: r.walk_id };
+    const r = db.prepare("SELECT id, walk_id, finished_at FROM sync_runs ORDER BY id DESC LIMIT 1").get() as { id: number; walk_id: number; finished_at: string | null };
+    return { id: r.id, walkId: r.walk_id, finishedAt: r.finished_at };
   });
 }
 

@@ -12,7 +12,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { StoreError } from "../core/errors.js";
-import type { DB } from "./db.js";
+import { type DB, hasTable, openSideWriter } from "./db.js";
 
 export type ChangeEntity = "sku" | "location" | "leaf_quantity" | "history";
 export type ChangeKind = "created" | "updated" | "deleted" | "revived" | "removed" | "appended";
@@ -187,4 +187,33 @@ export function pruneChanges(db: DB, r: Retention, now = Date.now()): number {
   const { latest } = feedBounds(db);
   const cutoff = new Date(now - r.maxAgeMs).toISOString();
   return db.prepare("DELETE FROM changes WHERE (at < @cutoff OR seq <= @bySize) AND (@floor IS NULL OR seq <= @floor)").run({ cutoff, bySize: latest - r.maxRows, floor }).changes;
+}
+
+/**
+ * Register `name` as a feed consumer and, when `seq` is given, confirm it, from a process
+ * that is not the mirror's writer (the PostgreSQL publisher): one short transaction on a
+ * connection of its own, waiting at most `busyTimeoutMs` for SQLite's write lock. Returns
+ * false when the lock stayed busy (a sync was committing), the file cannot be written by
+ * this process, or the mirror has no feed yet:
+ * the caller skips it, which is safe, since confirming less only makes retention keep more
+ * (and a consumer not registered yet is found out by feedGapAfter and loaded in bulk).
+ */
+export function markFeedConsumer(dbPath: string, name: string, seq: number | null, busyTimeoutMs: number): boolean {
+  let db: DB | null = null;
+  try {
+    db = openSideWriter(dbPath, busyTimeoutMs);
+    if (!hasTable(db, "feed_consumers")) return false;
+    const w = db;
+    w.transaction(() => {
+      registerFeedConsumer(w, name);
+      if (seq !== null) confirmFeedConsumer(w, name, seq);
+    }).immediate();
+    return true;
+  } catch (err) {
+    // Busy (a sync held the write lock), or a mirror this process may only read: skipped, safely (above).
+    if (/^SQLITE_(BUSY|READONLY|CANTOPEN)/.test(String((err as { code?: string }).code))) return false;
+    throw new StoreError(`cannot record feed consumer "${name}" in ${dbPath}: ${(err as Error).message}`, { cause: err });
+  } finally {
+    db?.close();
+  }
 }

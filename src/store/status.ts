@@ -11,6 +11,7 @@ import { CLEAN_FRESHNESS } from "../core/api-schemas.js";
 import { ConfigError } from "../core/errors.js";
 import { hasTable, openMirrorReader, openReadOnly, type DB } from "./db.js";
 import { latestQuotaWall } from "./runs.js";
+import { feedBounds } from "./outbox.js";
 
 export interface NotCleanItem {
   skuId: string;
@@ -83,6 +84,19 @@ export interface StatusReport {
   runs: RunSummary[];
   quota: QuotaState;
   notClean: { pairs: number; skus: number; shown: NotCleanItem[] };
+  /** The change feed: its latest and oldest kept seq, and its registered consumers (the PostgreSQL publishers); null without a feed. */
+  feed: { latest: number; oldest: number | null; consumers: Array<{ name: string; confirmedSeq: number; confirmedAt: string | null; behind: number }> } | null;
+}
+
+function readFeed(db: DB): StatusReport["feed"] {
+  if (!hasTable(db, "changes") || !hasTable(db, "feed_consumers")) return null;
+  const { latest, oldest } = feedBounds(db);
+  const rows = db.prepare("SELECT name, confirmed_seq AS confirmedSeq, confirmed_at AS confirmedAt FROM feed_consumers ORDER BY name").all() as Array<{
+    name: string;
+    confirmedSeq: number;
+    confirmedAt: string | null;
+  }>;
+  return { latest, oldest, consumers: rows.map((c) => ({ ...c, behind: Math.max(0, latest - c.confirmedSeq) })) };
 }
 
 // ---- queries -----------------------------------------------------------------------------------------
@@ -182,6 +196,8 @@ export interface MirrorState {
   skusNotClean(): number | null;
   /** A finished run's responses by endpoint and status (responsesByEndpointStatus). */
   responses(runId: number, requestsByEndpoint: Record<string, number>): Record<string, Record<string, number>>;
+  /** The change feed's latest seq (null without a feed). */
+  feedLatest(): number | null;
 }
 
 export function mirrorState(dbPath: string): MirrorState {
@@ -194,6 +210,7 @@ export function mirrorState(dbPath: string): MirrorState {
       }),
     skusNotClean: () => withStateReader(dbPath, null, (db) => countNotClean(db).skus),
     responses: (runId, byEndpoint) => withStateReader(dbPath, {}, (db) => responsesByEndpointStatus(db, runId, byEndpoint)),
+    feedLatest: () => withStateReader(dbPath, null, (db) => (hasTable(db, "changes") ? feedBounds(db).latest : null)),
   };
 }
 
@@ -330,6 +347,7 @@ export function readStatus(db: DB, opts: { database: string; runs: number; notCl
       ...readRuns(db, opts.runs, now),
       quota: readQuota(db, now),
       notClean: { ...counts, shown: hasQty ? listNotClean(db, opts.notCleanLimit) : [] },
+      feed: readFeed(db),
     };
   })();
 }

@@ -198,6 +198,8 @@ const DEFAULT_OF: Record<string, unknown> = {
   "daemon.listen.host": DEFAULTS.daemonListen.split(":")[0],
   "daemon.listen.port": Number(DEFAULTS.daemonListen.split(":")[1]),
   "publish.postgres.schema": null,
+  "publish.postgres.enabled": DEFAULTS.publishPostgresEnabled,
+  "publish.postgres.batchChanges": DEFAULTS.publishBatchChanges,
   "daemon.readyMaxAgeSeconds": DEFAULTS.readyMaxAgeSeconds,
   "feed.serve": DEFAULTS.feedServe,
   "feed.longPollSeconds": DEFAULTS.feedLongPollSeconds,

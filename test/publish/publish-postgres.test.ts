@@ -7,8 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
-import type pg from "pg";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { CONTRACT_TABLES } from "../../src/store/contract-rows.js";
@@ -17,9 +15,9 @@ import { PUBLISHER_APPLICATION_NAME } from "../../src/publish/publish.js";
 import { schemaNameFor } from "../../src/publish/schema-name.js";
 import { runCli, spawnCli, type CliResult } from "../helpers/cli.js";
 import { startPostgres, type RunningPostgres } from "../helpers/postgres.js";
+import { canonical, connect, expectTablesEqual, pgRows, type Row, sqliteRows } from "../helpers/pg-compare.js";
 
 const KEY = "sim_e2e_publish_7d2c9b0a1e4f5a6b";
-type Row = Record<string, unknown>;
 
 let server: RunningPostgres;
 let simA: RunningSimulator;
@@ -63,72 +61,6 @@ afterAll(async () => {
   await server?.stop();
   if (dir) rmSync(dir, { recursive: true, force: true });
 });
-
-/** Numbers rounded to 9 significant digits (sums of doubles in another order), rows as sorted JSON. */
-function canonical(rows: Row[], drop: string[] = []): string[] {
-  return rows
-    .map((r) =>
-      JSON.stringify(
-        Object.entries(r)
-          .filter(([k]) => !drop.includes(k))
-          .map(([k, v]) => [k, typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(9)) : v]),
-      ),
-    )
-    .sort();
-}
-
-function sqliteRows(db: string, sql: string, params: Record<string, unknown> = {}): Row[] {
-  const d = new Database(db, { readonly: true });
-  try {
-    return d.prepare(sql).all(params) as Row[];
-  } finally {
-    d.close();
-  }
-}
-
-/** The SQLite query with :name parameters, for PostgreSQL ($1, $2, ...) against `schema`. */
-async function pgRows(url: string, schema: string, sql: string, params: Record<string, unknown> = {}): Promise<Row[]> {
-  const names: string[] = [];
-  const text = sql.replace(/:(\w+)/g, (_, n: string) => {
-    if (!names.includes(n)) names.push(n);
-    return `$${names.indexOf(n) + 1}`;
-  });
-  const c = await connect(url);
-  try {
-    await c.query(`SET search_path TO "${schema}"`);
-    return (
-      await c.query(
-        text,
-        names.map((n) => params[n]),
-      )
-    ).rows as Row[];
-  } finally {
-    await c.end();
-  }
-}
-
-async function connect(url: string): Promise<pg.Client> {
-  const { default: pgLib } = await import("pg");
-  const c = new pgLib.Client({ connectionString: url });
-  await c.connect();
-  return c;
-}
-
-function contractSelect(table: string): string {
-  return table === "history" ? "SELECT *, rowid AS mirror_rowid FROM history" : `SELECT * FROM ${table}`;
-}
-
-async function expectTablesEqual(db: string, url: string, schema: string): Promise<Record<string, number>> {
-  const counts: Record<string, number> = {};
-  for (const table of CONTRACT_TABLES) {
-    const lite = sqliteRows(db, contractSelect(table));
-    const pub = await pgRows(url, schema, `SELECT * FROM ${table}`);
-    expect(pub.length, table).toBe(lite.length);
-    expect(canonical(pub), table).toEqual(canonical(lite));
-    counts[table] = lite.length;
-  }
-  return counts;
-}
 
 function schemaOf(r: CliResult): string {
   return (JSON.parse(r.stdout) as { schema: string }).schema;
@@ -244,7 +176,8 @@ describe("publish --postgres", () => {
     const holder = await connect(url);
     await holder.query("BEGIN");
     await holder.query(`LOCK TABLE "${schema}".inventory_snapshots IN ACCESS EXCLUSIVE MODE`);
-    const child = spawnCli(["publish", "--postgres", "--db", dbA], { env: { INVENTORY_PG_URL: url } });
+    // --bulk: this mirror could follow the feed since the first publish; this is about the bulk load.
+    const child = spawnCli(["publish", "--postgres", "--bulk", "--db", dbA], { env: { INVENTORY_PG_URL: url } });
     let childExited = false;
     const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
     child.on("exit", () => (childExited = true));
@@ -271,8 +204,10 @@ describe("publish --postgres", () => {
     for (const t of CONTRACT_TABLES) expect(canonical(await pgRows(url, schema, `SELECT * FROM ${t}`)), t).toEqual(dumpBefore[t]);
     expect((await pgRows(url, "inventory_mirror", "SELECT mirror_run_id FROM workspaces"))[0]!.mirror_run_id).toBe(runBefore);
 
-    const rerun = await publish(dbA, url);
+    // The rerun follows the feed from the point the killed load left recorded.
+    const rerun = await publish(dbA, url, ["--json"]);
     expect(rerun.code, rerun.stderr).toBe(0);
+    expect((JSON.parse(rerun.stdout) as { load: string }).load).toBe("feed");
     await expectTablesEqual(dbA, url, schema);
     const lastRun = sqliteRows(dbA, "SELECT max(id) AS id FROM sync_runs WHERE finished_at IS NOT NULL")[0]!.id;
     expect(lastRun).toBeGreaterThan(runBefore as number);

@@ -21,7 +21,7 @@
  * apply to the command goes in `notApplicable` with the reason.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -265,18 +265,34 @@ const CASES: Record<string, CommandCase> = {
     target: { endpoints: ["detail", "history"], every: 2 },
     writesDatabase: true,
     readsKey: true,
-    // Until its first run has ended; then /healthz, /readyz and /metrics are read (and scanned) and it gets SIGTERM.
-    run: (ctx) =>
-      ctx.cliUntil(["daemon", "--listen", "127.0.0.1:0", "--config", ctx.configPath, ...DEBUG], /run (succeeded|partial|failed|interrupted)|tick skipped/, {
-        whileRunning: async (out) => {
-          const url = /daemon listening on (http:\/\/[^\s"]+)/.exec(out.stderr)?.[1];
-          if (!url) throw new Error(`the daemon did not log where it listens:\n${out.stderr.slice(0, 2000)}`);
-          for (const path of ["/healthz", "/readyz", "/metrics"]) {
-            const res = await fetch(new URL(path, url), { signal: AbortSignal.timeout(3_000) });
-            ctx.scanAlso(`daemon ${path}`, await res.text());
-          }
+    // Publishing into PostgreSQL after its runs (publish.postgres.enabled, a database per run).
+    // Until its first run has ended and been published (or the run failed before it had a
+    // result: nothing to publish); then /healthz, /readyz and /metrics are read (and scanned),
+    // it gets SIGTERM, and every row it published is scanned too.
+    run: async (ctx) => {
+      const pgUrl = await (await postgres()).createDatabase(`leak_${++publishRuns}`);
+      const config = ctx.configPath.replace(/\.json$/, "-publish.json");
+      writeFileSync(config, JSON.stringify({ ...(JSON.parse(readFileSync(ctx.configPath, "utf8")) as object), publish: { postgres: { enabled: true } } }));
+      const result = await ctx.cliUntil(
+        ["daemon", "--listen", "127.0.0.1:0", "--config", config, ...DEBUG],
+        /published (into|\d+ changes into) PostgreSQL|publish into PostgreSQL failed|run failed: |tick skipped/,
+        {
+          extraEnv: { INVENTORY_PG_URL: pgUrl },
+          whileRunning: async (out) => {
+            const url = /daemon listening on (http:\/\/[^\s"]+)/.exec(out.stderr)?.[1];
+            if (!url) throw new Error(`the daemon did not log where it listens:\n${out.stderr.slice(0, 2000)}`);
+            for (const path of ["/healthz", "/readyz", "/metrics"]) {
+              const res = await fetch(new URL(path, url), { signal: AbortSignal.timeout(3_000) });
+              ctx.scanAlso(`daemon ${path}`, await res.text());
+            }
+          },
         },
-      }),
+      );
+      ctx.scanAlso("PostgreSQL rows the daemon published", await postgresRows(pgUrl));
+      const { password } = await postgres();
+      if (`${result.stdout}${result.stderr}`.includes(password)) throw new Error("the daemon showed the PostgreSQL connection string's password");
+      return result;
+    },
   },
   check: {
     target: { endpoints: ["workspace"] },

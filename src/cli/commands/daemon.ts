@@ -11,6 +11,7 @@ import { checkDirectory } from "../../store/db.js";
 import { loadConfig, loadFeedToken, loadKey } from "../../core/config.js";
 import { ConfigError, EXIT, exitCodeOfSignal } from "../../core/errors.js";
 import { createLogger } from "../../core/logger.js";
+import { loadPostgresUrl } from "../../core/pg-url.js";
 import { Daemon } from "../../daemon/daemon.js";
 import { flagsFrom } from "../common.js";
 import type { CliValues } from "../options.js";
@@ -38,7 +39,10 @@ export default async function daemon(v: CliValues): Promise<number> {
   // The bearer token of GET /changes (feed.serve): read once, checked as the key is, never logged.
   const feedToken = config.feed.serve ? loadFeedToken(process.env, (msg) => logger.warn(msg)) : null;
 
-  const d = new Daemon({ config, key, logger, feedToken });
+  // publish.postgres.enabled: the connection string is required now (exit 2 without it), read once, never logged.
+  const pgUrl = config.publish.postgres.enabled ? loadPostgresUrl(process.env, (msg) => logger.warn(msg)) : null;
+
+  const d = new Daemon({ config, key, logger, feedToken, postgres: pgUrl ? { url: pgUrl } : null });
   const startup = d.start();
   let stopping: Promise<number> | null = null;
   let resolveStopped!: (code: number) => void;

@@ -45,6 +45,10 @@ export function formatStatus(r: StatusReport): string {
   lines.push(`last success  ${r.lastSuccess ? `run ${r.lastSuccess.id} (${r.lastSuccess.mode}) ended ${r.lastSuccess.finishedAt}, ${ago(r.lastSuccess.finishedAt, now)}` : "none"}`);
   lines.push(`last full     ${r.lastFullSuccess ? `run ${r.lastFullSuccess.id} ended ${r.lastFullSuccess.finishedAt}, ${ago(r.lastFullSuccess.finishedAt, now)}` : "none"}`);
   lines.push(`quota         ${quotaLine(r)}`);
+  if (r.feed) {
+    const consumers = r.feed.consumers.map((c) => `${c.name} confirmed ${c.confirmedSeq} (${c.behind} behind)`);
+    lines.push(`change feed   seq ${r.feed.latest}, oldest kept ${r.feed.oldest ?? "(none)"}; consumers: ${consumers.length ? consumers.join(", ") : "none"}`);
+  }
   lines.push("");
   lines.push(`last ${r.runs.length} run(s):`);
   if (r.runs.length) {
