@@ -126,6 +126,8 @@ export class SimModel {
   /** Draws ids and names for SKUs added after generation (deterministic in call order). */
   private readonly mutationRng: Rng;
   private churnRuns = 0;
+  /** SKUs removed, kept so a test can bring one back (`reviveSku`). */
+  private readonly removed = new Map<string, SkuState>();
   /** Event / SET-session ids are derived from (seed, SKU ordinal, event ordinal), not stored. */
   private readonly eventUuid: (skuIdx: number, ref: number) => string;
   private readonly sessionUuid: (skuIdx: number, ref: number) => string;
@@ -408,6 +410,20 @@ export class SimModel {
     if (this.state.skus[pos] !== sku) throw new Error("SKU index out of sync");
     this.state.skus.splice(pos, 1);
     this.state.byId.delete(sku.id);
+    this.removed.set(sku.id, sku);
+    this.mutated();
+  }
+
+  /**
+   * A removed SKU comes back, as it was (same id, fields and history): the document does not say
+   * a deleted SKU stays gone, so the mirror must take a SKU it marked deleted back (a revival).
+   */
+  reviveSku(skuId: string): void {
+    const sku = this.removed.get(skuId);
+    if (!sku) throw new RangeError(`SKU ${skuId} was not removed`);
+    this.removed.delete(skuId);
+    this.state.skus.splice(this.skuPosition(sku.id), 0, sku);
+    this.state.byId.set(sku.id, sku);
     this.mutated();
   }
 

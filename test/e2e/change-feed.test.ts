@@ -1,6 +1,6 @@
 /**
  * The change feed end to end (README, "The change feed"; docs/schema.md): the real CLI against
- * the real simulator, a real SQLite file. A backfill and churn cycles, replayed from seq 0 onto
+ * the real simulator, a real SQLite file. A backfill and churn cycles (a SKU deleted and revived), replayed from seq 0 onto
  * an empty copy, give the mirror's tables; a rerun on an unchanged workspace appends nothing;
  * `changes --follow` prints a run committed while it follows; the daemon's GET /changes
  * long-poll answers once a run commits, and beyond loopback wants its bearer token (401, unlogged);
@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
+import { diffAgainstTruth } from "../helpers/ground-truth.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { openDatabase } from "../../src/store/db.js";
@@ -100,11 +101,18 @@ describe("the change feed", () => {
       }
       await sync(cycle === 2 ? ["--full"] : []);
     }
+    // The removed SKU comes back (same id, fields and history): the mirror takes it back, a revival.
+    expect(read<{ d: string | null }>("SELECT deleted_at AS d FROM skus WHERE id = ?", ids[5]!)[0]!.d).not.toBeNull();
+    sim.model.reviveSku(ids[5]!);
+    await sync(["--full"]);
+    expect(read<{ d: string | null }>("SELECT deleted_at AS d FROM skus WHERE id = ?", ids[5]!)[0]!.d).toBeNull();
+    // ...and is equal to the server again, row by row (history as a multiset), its history included.
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
     const feed = await feedFromCli(0);
     expect(feed.length).toBe(latestSeq());
     expect(feed.map((c) => c.seq)).toEqual(feed.map((_, i) => i + 1)); // in order, no gap
     const kinds = new Set(feed.map((c) => `${c.entity}:${c.change}`));
-    for (const k of ["sku:created", "sku:updated", "sku:deleted", "location:created", "leaf_quantity:created", "leaf_quantity:updated", "history:appended", "history:removed"]) {
+    for (const k of ["sku:created", "sku:updated", "sku:deleted", "sku:revived", "location:created", "leaf_quantity:created", "leaf_quantity:updated", "history:appended", "history:removed"]) {
       expect(kinds, k).toContain(k);
     }
 

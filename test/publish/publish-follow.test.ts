@@ -88,13 +88,15 @@ describe("publish --postgres follows the change feed", () => {
     const ids = sim.model.skuIds();
     let seq = first.feedSequence!;
     const kinds = new Set<string>();
-    for (let cycle = 0; cycle < 4; cycle++) {
+    for (let cycle = 0; cycle < 5; cycle++) {
       churn(0.2);
       if (cycle === 1) {
         sim.model.removeSku(ids[3]!);
         sim.model.renameSku(ids[4]!, "Renamed while published");
       }
-      await sync(db, cycle === 3 ? ["--full"] : []);
+      // Deleted by the full sync of cycle 3, it comes back in cycle 4: a revival to publish.
+      if (cycle === 4) sim.model.reviveSku(ids[3]!);
+      await sync(db, cycle >= 3 ? ["--full"] : []);
       const latest = latestSeq(db);
       for (const r of sqliteRows(db, "SELECT DISTINCT entity || ':' || change AS k FROM changes WHERE seq > :seq", { seq })) kinds.add(String(r.k));
       const report = await publish(db, url, cycle === 2 ? ["--batch-size", "7"] : []);
@@ -114,7 +116,7 @@ describe("publish --postgres follows the change feed", () => {
       seq = latest;
     }
     await expectViewsEqual(db, url, first.schema);
-    for (const k of ["sku:updated", "sku:deleted", "leaf_quantity:updated", "history:appended"]) expect(kinds, k).toContain(k);
+    for (const k of ["sku:updated", "sku:deleted", "sku:revived", "leaf_quantity:updated", "history:appended"]) expect(kinds, k).toContain(k);
 
     // A rerun over an unchanged mirror: still by the feed, no change to apply, still equal.
     const idle = await publish(db, url);
