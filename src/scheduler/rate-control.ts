@@ -181,7 +181,10 @@ export class RateControl {
         const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000);
         this.grownAt = now;
         this.sendsAtStep = this.sends;
-        if (kept) this.setting = { ...s, rate: s.rate * RAMP_FACTOR };
+        // The carry follows the rate: a ramp that began below CARRY_FROM_RATE and kept the carry it
+        // began with sent 185 req/s at 243 set (whole-millisecond timers, late), never reached a
+        // 200 req/s quota, and so never learnt it.
+        if (kept) this.setting = { ...s, rate: s.rate * RAMP_FACTOR, carry: this.carryAt(s.rate * RAMP_FACTOR) };
       }
     } else if (s.phase === "probe" || s.phase === "hold") {
       this.learnFromCounts(now);
@@ -276,10 +279,15 @@ export class RateControl {
     }
   }
 
+  /** The pacer's carry at rate `r`: a fraction of a token, from CARRY_FROM_RATE up, when the server's bucket may hold two. */
+  private carryAt(r: number): number {
+    return this.burstHigh >= 2 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+  }
+
   private setRate(rate: number, phase: RatePhase, now: number): void {
     const r = Math.max(MIN_RATE, rate);
     const burst = Math.max(1, this.burstLow - 1);
-    const carry = this.burstHigh >= 2 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+    const carry = this.carryAt(r);
     if (r !== this.setting.rate || phase !== this.setting.phase) {
       this.rateSetAt = NaN;
       this.passesAtRate = 0;

@@ -1,0 +1,36 @@
+/**
+ * RateControl alone, driven by hand (no clock, no HTTP): what it decides from the sends and
+ * answers it is told of.
+ */
+import { describe, expect, it } from "vitest";
+import { RateControl } from "../../src/scheduler/rate-control.js";
+
+describe("rate control", () => {
+  it("a ramp that grows past 50 req/s gives the pacer its carry (late timers would hold it below the rate it set)", () => {
+    const c = new RateControl();
+    let t = 1_000_000;
+    // The run's first segment: a burst of 20 that passed, then a 429.
+    for (let i = 0; i < 20; i++) {
+      c.sent(t, false);
+      c.passed(t);
+    }
+    c.sent(t + 5, false);
+    c.throttled(t + 5, t + 6, 20);
+    expect(c.current).toMatchObject({ phase: "ramp", rate: 20, carry: 0 });
+    // Sending at the ramp's rate every step, no 429: it grows ×1.5 per step.
+    t += 1_100;
+    c.sent(t, true);
+    while ((c.current.rate ?? 0) < 50) {
+      const rate = c.current.rate!;
+      for (let i = 0; i < Math.ceil(rate / 4); i++) {
+        t += 250 / Math.ceil(rate / 4);
+        c.sent(t, false);
+        c.passed(t);
+      }
+      c.tick(t);
+    }
+    expect(c.current.phase).toBe("ramp");
+    expect(c.current.rate).toBeGreaterThanOrEqual(50);
+    expect(c.current.carry).toBeGreaterThan(0);
+  });
+});
