@@ -13,6 +13,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { BIN, cliEnv } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 const KEY = "sim_e2e_daemon_conn_5a4b3c2d1e0f9a8b7c6d";
 let sim: RunningSimulator;
@@ -31,15 +32,6 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function waitFor<T>(probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, what: () => string, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 function runs(db: string): Array<{ status: string; error: string | null }> {
   try {
     const d = new Database(db, { readonly: true, fileMustExist: true });

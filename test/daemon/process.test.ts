@@ -12,6 +12,7 @@ import type { ChildProcess } from "node:child_process";
 import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 const KEY = "sim_e2e_daemon_7b3e9f1a2c4d6e8f0a1b2c3d";
 let sim: RunningSimulator;
@@ -49,21 +50,10 @@ async function startDaemon(name: string, config: object, baseUrl = sim.baseUrl, 
   const exit = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) => child.on("exit", (code, signal) => resolve({ code, signal, at: Date.now() })));
   const url = await waitFor(
     () => /"url":"(http:\/\/127\.0\.0\.1:\d+)"/.exec(stderr)?.[1],
-    15_000,
     () => `daemon did not listen:\n${stderr}`,
+    15_000,
   );
   return { child, url, stderr: () => stderr, exit };
-}
-
-type Maybe<T> = T | undefined | null | false;
-async function waitFor<T>(probe: () => Maybe<T> | Promise<Maybe<T>>, timeoutMs: number, what: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 /** Read-only query; [] while the file or its tables do not exist yet. */
@@ -114,8 +104,8 @@ describe("inventory-mirror daemon (real process)", () => {
     // The catch-up run on the empty database, then two cycles of the 2-s cron schedule.
     await waitFor(
       () => (query<{ n: number }>(db, "SELECT count(*) AS n FROM sync_runs WHERE status = 'succeeded'")[0]?.n ?? 0) >= 3,
-      30_000,
       () => `three successful runs:\n${d.stderr()}`,
+      30_000,
     );
 
     const health = await fetch(`${d.url}/healthz`);
@@ -190,14 +180,14 @@ describe("inventory-mirror daemon (real process)", () => {
       );
       const run = await waitFor(
         () => query<{ id: number }>(db, "SELECT id FROM sync_runs WHERE status = 'running' AND skus_fetched > 0")[0],
-        30_000,
         () => `a run in progress:\n${d.stderr()}`,
+        30_000,
       );
       // Ticks that found this run in progress are journaled against it.
       await waitFor(
         () => query(db, "SELECT id FROM sync_journal WHERE run_id = ? AND kind = 'tick_skipped'", run.id).length >= 1,
-        10_000,
         () => `a tick_skipped entry:\n${d.stderr()}`,
+        10_000,
       );
       const text = await (await fetch(`${d.url}/metrics`)).text();
       expect(sample(text, 'inventory_mirror_ticks_skipped_total{mode="incremental",reason="overlap"}')).toBeGreaterThanOrEqual(1);
@@ -228,8 +218,8 @@ describe("inventory-mirror daemon (real process)", () => {
         const body = (await r.json()) as { reason: string };
         return /\(auth\)/.test(body.reason) ? { status: r.status, body } : null;
       },
-      15_000,
       () => `readyz naming the refused key:\n${d.stderr()}`,
+      15_000,
     );
     expect(ready.status).toBe(503);
     const text = await (await fetch(`${d.url}/metrics`)).text();

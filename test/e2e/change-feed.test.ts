@@ -19,6 +19,7 @@ import { openDatabase } from "../../src/store/db.js";
 import { confirmFeedConsumer, registerFeedConsumer } from "../../src/store/outbox.js";
 import { runCli, spawnCli } from "../helpers/cli.js";
 import { applyChange, feedTables, type FeedChange } from "../helpers/feed-replay.js";
+import { waitFor } from "../helpers/wait-for.js";
 
 const KEY = "sim_e2e_feed_4a7c1e9b3d5f2a8c6e0b";
 const TOKEN = "feed-token-9f8e7d6c5b4a39281706";
@@ -67,17 +68,6 @@ const feedFromCli = async (since = 0): Promise<FeedChange[]> => {
     .filter(Boolean)
     .map((l) => JSON.parse(l) as FeedChange);
 };
-
-type Maybe<T> = T | undefined | null | false;
-async function waitFor<T>(probe: () => Maybe<T> | Promise<Maybe<T>>, timeoutMs: number, what: () => string): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("the change feed", () => {
   it("replayed from 0 onto an empty copy gives the mirror's tables, after a backfill and churn cycles", async () => {
@@ -170,8 +160,8 @@ describe("the change feed", () => {
       expect(committed.length).toBeGreaterThan(0);
       const printed = await waitFor(
         () => printedSeqs().length >= committed.length && printedSeqs(),
-        20_000,
         () => `follow printed ${printedSeqs().length} of ${committed.length} changes\n${err}`,
+        20_000,
       );
       expect(printed).toEqual(committed);
     }
@@ -228,8 +218,8 @@ describe("the daemon's GET /changes", () => {
     const d = await startDaemon("served", "0.0.0.0:0", { INVENTORY_FEED_TOKEN: TOKEN });
     const port = await waitFor(
       () => /"port":(\d+)/.exec(d.stderr())?.[1],
-      15_000,
       () => `daemon did not listen:\n${d.stderr()}`,
+      15_000,
     );
     const url = `http://127.0.0.1:${port}/changes`;
     const auth = { authorization: `Bearer ${TOKEN}` };
@@ -239,7 +229,7 @@ describe("the daemon's GET /changes", () => {
     expect((await fetch(`${url}?since=0`, { headers: { authorization: TOKEN } })).status).toBe(401);
 
     // Wait until the daemon's runs over the unchanged workspace have settled (they append nothing).
-    await waitFor(() => read<{ n: number }>("SELECT count(*) AS n FROM sync_runs WHERE pid IS NOT NULL AND status = 'succeeded' AND mode = 'incremental'")[0]!.n >= 2, 30_000, d.stderr);
+    await waitFor(() => read<{ n: number }>("SELECT count(*) AS n FROM sync_runs WHERE pid IS NOT NULL AND status = 'succeeded' AND mode = 'incremental'")[0]!.n >= 2, d.stderr, 30_000);
     const since = latestSeq();
     const idle = await fetch(`${url}?since=${since}&wait=0`, { headers: auth });
     expect(idle.status).toBe(200);

@@ -20,6 +20,10 @@ import { PUBLISHER_APPLICATION_NAME, type PublishReport } from "../../src/publis
 import { runCli, spawnCli, type CliResult } from "../helpers/cli.js";
 import { startPostgres, type RunningPostgres } from "../helpers/postgres.js";
 import { connect, expectTablesEqual, expectViewsEqual, pgRows, sqliteRows } from "../helpers/pg-compare.js";
+import { waitFor } from "../helpers/wait-for.js";
+
+/** Longest wait for a daemon's state (runs and publishes on a loaded 2-core machine); no assertion depends on it. */
+const DAEMON_WAIT_MS = 90_000;
 
 const KEY = "sim_e2e_follow_3b8e1f0c7a2d4e6f";
 
@@ -311,15 +315,6 @@ describe("the daemon's continuous publish (publish.postgres.enabled)", () => {
       return 0; // the daemon is still creating the schema
     }
   };
-  async function waitFor<T>(probe: () => T | null | undefined | false | Promise<T | null | undefined | false>, what: () => string, timeoutMs = 90_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const v = await probe();
-      if (v) return v;
-      if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
   /** PostgreSQL's recorded point, or null while the database or the workspace is not there. */
   async function published(url: string): Promise<{ seq: number; run: number } | null> {
     try {
@@ -342,28 +337,36 @@ describe("the daemon's continuous publish (publish.postgres.enabled)", () => {
     const d = await startDaemon("daemon", db, url);
     try {
       // Runs go on while every publish fails.
-      await waitFor(() => daemonRuns(db) >= 2 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 2, d.stderr);
+      await waitFor(() => daemonRuns(db) >= 2 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 2, d.stderr, DAEMON_WAIT_MS);
       const port = Number(/"port":(\d+)/.exec(d.stderr())![1]);
       const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
       expect(Number(/inventory_mirror_publish_runs_total\{load="failed"\} (\d+)/.exec(metrics)![1])).toBeGreaterThanOrEqual(2);
 
       await server.createDatabase(dbName);
       // PostgreSQL's commit comes before the daemon's log line: wait for both.
-      const first = await waitFor(async () => {
-        const p = await published(url);
-        return p && p.seq === latestSeq(db) && /published into PostgreSQL in bulk/.test(d.stderr()) && p;
-      }, d.stderr);
+      const first = await waitFor(
+        async () => {
+          const p = await published(url);
+          return p && p.seq === latestSeq(db) && /published into PostgreSQL in bulk/.test(d.stderr()) && p;
+        },
+        d.stderr,
+        DAEMON_WAIT_MS,
+      );
       const schema = (await pgRows(url, "inventory_mirror", "SELECT schema_name FROM workspaces"))[0]!.schema_name as string;
       await expectTablesEqual(db, url, schema, MOVING);
 
       // A run in progress may see part of the churn: wait for a run that started after it, published.
       const runAtChurn = sqliteRows(db, "SELECT max(id) AS id FROM sync_runs")[0]!.id as number;
       churn(0.25);
-      const caughtUp = await waitFor(async () => {
-        const latest = latestSeq(db);
-        const p = await published(url);
-        return latest > first.seq && p && p.run > runAtChurn && p.seq === latest && /published [1-9]\d* changes into PostgreSQL/.test(d.stderr()) && p;
-      }, d.stderr);
+      const caughtUp = await waitFor(
+        async () => {
+          const latest = latestSeq(db);
+          const p = await published(url);
+          return latest > first.seq && p && p.run > runAtChurn && p.seq === latest && /published [1-9]\d* changes into PostgreSQL/.test(d.stderr()) && p;
+        },
+        d.stderr,
+        DAEMON_WAIT_MS,
+      );
       const counts = await expectTablesEqual(db, url, schema, MOVING);
       console.log(`daemon: PostgreSQL caught up to seq ${caughtUp.seq} (from ${first.seq}); compared ${JSON.stringify(counts)}`);
       const after = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
@@ -382,7 +385,7 @@ describe("the daemon's continuous publish (publish.postgres.enabled)", () => {
     const url = `postgres://mirror:${password}@127.0.0.1:1/nowhere`;
     const d = await startDaemon("daemon-refused", db, url);
     try {
-      await waitFor(() => daemonRuns(db) >= 3 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 3, d.stderr);
+      await waitFor(() => daemonRuns(db) >= 3 && (d.stderr().match(/publish into PostgreSQL failed/g) ?? []).length >= 3, d.stderr, DAEMON_WAIT_MS);
       const port = Number(/"port":(\d+)/.exec(d.stderr())![1]);
       const ready = await fetch(`http://127.0.0.1:${port}/readyz`);
       expect(ready.status).toBe(200);
