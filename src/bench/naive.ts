@@ -20,7 +20,7 @@
  */
 import { parseArgs } from "node:util";
 import { openNaiveMirror, type NaiveMirror } from "../store/bench-writes.js";
-import { historyRowKey } from "../store/sku.js";
+import { historyRowKey, historyValues } from "../store/sku.js";
 
 const { values } = parseArgs({ options: { db: { type: "string" }, seconds: { type: "string" }, wal: { type: "boolean" } } });
 const base = process.env.INVENTORY_BASE_URL!.replace(/\/+$/, "");
@@ -46,32 +46,11 @@ async function mirrorSku(m: NaiveMirror, id: string): Promise<void> {
   do {
     const h: any = await get(`/v1/external/inventory-status/${id}/history?limit=100${hc ? `&cursor=${encodeURIComponent(hc)}` : ""}`);
     for (const r of h.items) {
-      const fields = [
-        r.kind,
-        r.occurredAt,
-        r.direction,
-        r.quantity,
-        r.locationId,
-        r.locationName,
-        r.locationCode,
-        r.eventId,
-        r.eventTypeCode,
-        r.eventTypeName,
-        r.setSessionId,
-        r.setTypeCode,
-        r.observedQuantity,
-        r.note,
-      ];
       // The mirror's own row identity (store/sku.ts), so the baseline keeps the same copies.
       const rowKey = historyRowKey(r);
       const dupIndex = copies.get(rowKey) ?? 0;
       copies.set(rowKey, dupIndex + 1);
-      m.historyRow(
-        id,
-        rowKey,
-        dupIndex,
-        fields.map((v) => (v === undefined ? null : v)),
-      );
+      m.historyRow(id, rowKey, dupIndex, historyValues(r));
     }
     hc = h.page?.nextCursor || null;
   } while (hc);

@@ -15,6 +15,7 @@
 import Database from "better-sqlite3";
 import type { HistoryRow } from "../core/api-schemas.js";
 import type { DB } from "./db.js";
+import { historyValues } from "./sku.js";
 
 /** One history row as the ceiling writes it: the SKU, the identity (historyCopies) and the row. */
 export interface RawHistoryRow {
@@ -44,25 +45,7 @@ export function rawHistoryWriter(db: DB, opts: { withIndexes: boolean }): RawHis
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)`);
   const insertBatch = db.transaction((rows: readonly RawHistoryRow[]) => {
     for (const { skuId, rowKey, dupIndex, row: r } of rows) {
-      ins.run(
-        skuId,
-        rowKey,
-        dupIndex,
-        r.kind,
-        r.occurredAt,
-        r.direction,
-        r.quantity,
-        r.locationId,
-        r.locationName,
-        r.locationCode,
-        r.eventId,
-        r.eventTypeCode,
-        r.eventTypeName,
-        r.setSessionId,
-        r.setTypeCode,
-        r.observedQuantity,
-        r.note,
-      );
+      ins.run(skuId, rowKey, dupIndex, ...historyValues(r));
     }
   });
   return { insertBatch };

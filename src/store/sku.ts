@@ -15,28 +15,35 @@ import type { JournalEntry, RunState } from "./runs.js";
 const iso = () => new Date().toISOString();
 
 /**
- * The hash of a history row's content: every field, in a fixed order. Rows equal in every
- * field share it; the copy's ordinal (dup_index, historyCopies) tells them apart.
+ * A history row's fields in one fixed order: the order its row key hashes and the history
+ * table's columns after (sku_id, row_key, dup_index) follow. A key the server left out is null.
+ */
+export function historyValues(r: HistoryRow): unknown[] {
+  const v = [
+    r.kind,
+    r.occurredAt,
+    r.direction,
+    r.quantity,
+    r.locationId,
+    r.locationName,
+    r.locationCode,
+    r.eventId,
+    r.eventTypeCode,
+    r.eventTypeName,
+    r.setSessionId,
+    r.setTypeCode,
+    r.observedQuantity,
+    r.note,
+  ];
+  return v.map((x) => x ?? null);
+}
+
+/**
+ * The hash of a history row's content: every field, in historyValues' order. Rows equal in
+ * every field share it; the copy's ordinal (dup_index, historyCopies) tells them apart.
  */
 export function historyRowKey(r: HistoryRow): string {
-  return sha1Hex(
-    JSON.stringify([
-      r.kind,
-      r.occurredAt,
-      r.direction,
-      r.quantity,
-      r.locationId,
-      r.locationName,
-      r.locationCode,
-      r.eventId,
-      r.eventTypeCode,
-      r.eventTypeName,
-      r.setSessionId,
-      r.setTypeCode,
-      r.observedQuantity,
-      r.note,
-    ]),
-  );
+  return sha1Hex(JSON.stringify(historyValues(r)));
 }
 
 /** A history row's identity in the store: its content hash and which copy of that content it is. */
@@ -270,26 +277,7 @@ export class SkuWriter {
       const r = history[i]!;
       const k = copies[i]!;
       keys?.add(copyId(k));
-      const inserted = this.s.insertHistory.run(
-        skuId,
-        k.rowKey,
-        k.dupIndex,
-        r.kind,
-        r.occurredAt,
-        r.direction,
-        r.quantity,
-        r.locationId,
-        r.locationName,
-        r.locationCode,
-        r.eventId,
-        r.eventTypeCode,
-        r.eventTypeName,
-        r.setSessionId,
-        r.setTypeCode,
-        r.observedQuantity,
-        r.note,
-        run.id,
-      ).changes;
+      const inserted = this.s.insertHistory.run(skuId, k.rowKey, k.dupIndex, ...historyValues(r), run.id).changes;
       if (inserted) added.push(historyFields(k, r, run.id));
     }
     // A complete walk is the SKU's whole history as the server has it now: a stored row it
