@@ -261,6 +261,8 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
 export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 5/s burst 1", kind: "bucket", rate: 5, burst: 1, retryAfter: "seconds", requests: 300 },
   { name: "bucket 2/s burst 1", kind: "bucket", rate: 2, burst: 1, retryAfter: "seconds", requests: 120 },
+  // A fast bucket without burst: a pair sent closer than one token interval is a 429 and a whole-second pause.
+  { name: "bucket 100/s burst 1", kind: "bucket", rate: 100, burst: 1, retryAfter: "seconds", requests: 2500 },
   { name: "bucket 40/s burst 10", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300 },
   { name: "bucket 20/s burst 4", kind: "bucket", rate: 20, burst: 4, retryAfter: "seconds", requests: 800 },
   { name: "bucket 150/s burst 150", kind: "bucket", rate: 150, burst: 150, retryAfter: "seconds", requests: 2500 },
