@@ -49,6 +49,7 @@ export interface QuotaCell {
 export const QUOTA_CELLS: QuotaCell[] = [
   { name: "bucket-2-burst-2", about: "token bucket 2 req/s, burst 2", skus: 25, seed: 111, quota: { requestsPerSecond: 2, burst: 2 } },
   { name: "bucket-5-no-burst", about: "token bucket 5 req/s, no burst (1)", skus: 60, seed: 112, quota: { requestsPerSecond: 5, burst: 1 } },
+  { name: "bucket-100-no-burst", about: "token bucket 100 req/s, no burst (1)", skus: 1000, seed: 122, quota: { requestsPerSecond: 100, burst: 1 } },
   { name: "bucket-40-burst-10", about: "token bucket 40 req/s, burst 10, Retry-After whole seconds", skus: 600, seed: 113, quota: { requestsPerSecond: 40, burst: 10 } },
   { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
   { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
