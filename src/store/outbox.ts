@@ -33,15 +33,8 @@ export interface Change {
   after: Fields | null;
 }
 
-/** What a unit of work appends (seq and time are the outbox's). */
-interface Pending {
-  entity: ChangeEntity;
-  id: string;
-  sku: string | null;
-  change: ChangeKind;
-  before: Fields | null;
-  after: Fields | null;
-}
+/** What a unit of work appends (seq, run and time are the outbox's). */
+type Pending = Omit<Change, "seq" | "run" | "at">;
 
 const same = (a: unknown, b: unknown) => a === b || JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
 
