@@ -29,9 +29,10 @@ let db: string;
 const children: ChildProcess[] = [];
 
 beforeAll(async () => {
-  // With identical history rows and long runs of ties (the document allows both): the feed must
-  // carry every copy of an identical row, told apart by its ordinal.
-  sim = await startSimulator({ seed: 13, skus: 80, historyDepth: 8, apiKey: KEY, ...profileOptions(["history-identical-rows", "history-ties"]) });
+  // Against every variance the document allows at once (all-variance: order, paging, nulls, extra
+  // fields, zero roots and leaves, other kinds), with identical history rows and long runs of ties:
+  // the feed must carry every copy of an identical row, told apart by its ordinal.
+  sim = await startSimulator({ seed: 13, skus: 80, historyDepth: 8, apiKey: KEY, ...profileOptions(["all-variance", "history-identical-rows", "history-ties"]) });
   dir = mkdtempSync(join(tmpdir(), "im-feed-"));
   db = join(dir, "feed.db");
 });

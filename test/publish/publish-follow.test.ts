@@ -34,8 +34,9 @@ const outputs: CliResult[] = [];
 
 beforeAll(async () => {
   server = await startPostgres();
-  // Identical history rows and long runs of ties: each copy must be inserted and removed as its own row.
-  sim = await startSimulator({ seed: 23, skus: 120, historyDepth: 20, apiKey: KEY, ...profileOptions(["history-identical-rows", "history-ties"]) });
+  // Every variance the document allows at once (order, paging, nulls, extra fields, zero roots and leaves, other kinds),
+  // with identical history rows and long runs of ties: each copy must be inserted and removed as its own row.
+  sim = await startSimulator({ seed: 23, skus: 120, historyDepth: 20, apiKey: KEY, ...profileOptions(["all-variance", "history-identical-rows", "history-ties"]) });
   dir = mkdtempSync(join(tmpdir(), "im-follow-"));
 });
 afterAll(async () => {
