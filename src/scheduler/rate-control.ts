@@ -19,6 +19,16 @@
  * window opens.
  */
 
+import { replayRateHigh } from "./bucket-replay.js";
+
+/**
+ * A cycle with a pause longer than this is not replayed as a token bucket. A bucket's 429 names
+ * the time to its next token, a second in whole seconds at any rate above 1 req/s; a fixed
+ * window names its end, seconds to a minute away, and then admits its whole allowance at once.
+ */
+const REPLAY_MAX_PAUSE_MS = 1_500;
+/** Rounds of replay and capacity floor (each lowers the rate's ceiling, which raises the floor). */
+const REPLAY_ROUNDS = 4;
 /** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
 const TIGHT_SPAN = 1.03;
 /** In hold, this far below `low`: the bounds are counts over noisy clocks. */
@@ -28,6 +38,7 @@ const RAMP_STEP_MS = 250;
 const RAMP_STEP_SENDS = 2;
 /** ...by this factor: the 429 then brackets the quota within it (doubling would leave a factor of two to probe). */
 const RAMP_FACTOR = 1.5;
+
 /** A rate sent at this long without a 429 is taken as within the quota... */
 const QUIET_MS = 2_000;
 /** ...if at least this share of its requests really went out (not starved for work). */
@@ -101,6 +112,16 @@ export class RateControl {
   /** Passes of requests sent at the rate in force (since its first request). */
   private passesAtRate = 0;
   private spentAtRate = 0;
+  /** The run's first segment (from a full bucket to the first 429): its passes and length, which bound the burst from below. */
+  private first: { passes: number; seconds: number } | null = null;
+  /**
+   * The current cycle (bucket-replay.ts): it began at the send time of the last episode's
+   * first 429; the send times of the requests in it that took a token (or may have: 503s).
+   */
+  private cycleStartAt: number | null = null;
+  private cycleSends: number[] = [];
+  /** Send times of requests not answered yet: at a cycle's close they may still take a token. */
+  private readonly outstanding = new Map<number, number>();
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
   private stalledAtRate = false;
 
@@ -118,6 +139,22 @@ export class RateControl {
     if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
     if (afterPause || !this.segment) this.segment = { startAt: now, passes: 0, afterPause };
     this.sends++;
+    this.outstanding.set(now, (this.outstanding.get(now) ?? 0) + 1);
+  }
+
+  /**
+   * Every worker pauses `ms`. A long pause (a fixed window's end, a quota wall) says the server
+   * is not a token bucket refilling steadily: the cycle it is in is not replayed.
+   */
+  pausing(ms: number): void {
+    if (ms > REPLAY_MAX_PAUSE_MS) this.cycleStartAt = null;
+  }
+
+  /** The request sent at `sentAt` was answered (whatever the answer). */
+  settled(sentAt: number): void {
+    const n = this.outstanding.get(sentAt) ?? 0;
+    if (n > 1) this.outstanding.set(sentAt, n - 1);
+    else this.outstanding.delete(sentAt);
   }
 
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
@@ -126,11 +163,17 @@ export class RateControl {
     if (sentAt >= this.rateSetAt) this.passesAtRate++;
     if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
     if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
+    this.tookToken(sentAt);
+  }
+
+  private tookToken(sentAt: number): void {
+    if (this.cycleStartAt !== null && sentAt >= this.cycleStartAt) this.cycleSends.push(sentAt);
   }
 
   /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
   spent(sentAt: number): void {
     if (sentAt >= this.rateSetAt) this.spentAtRate++;
+    this.tookToken(sentAt);
   }
 
   /** A request is backing off alone (a 503 without Retry-After, a network error): the span at the rate in force was not steady. */
@@ -164,6 +207,9 @@ export class RateControl {
     this.learnBurst(sentAt);
     const rate = this.setting.rate;
     const phase = this.setting.phase;
+    const replayHigh = rate === null || this.cycleStartAt === null ? Infinity : this.replayHigh(sentAt, rate);
+    this.cycleStartAt = sentAt;
+    this.cycleSends = [];
     if (phase === "unpaced" || rate === null) {
       this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
       return;
@@ -174,8 +220,49 @@ export class RateControl {
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
       this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
     }
-    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
+    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt), replayHigh);
     this.probe(now);
+  }
+
+  /**
+   * The cycle this 429 closes, replayed through a bucket of the least capacity the server has
+   * shown (bucket-replay.ts): the rate's upper bound. Requests sent in it and not answered yet
+   * count as having taken a token (the 429 itself excepted): more tokens taken asks a faster
+   * refill, so the bound stays on the safe side.
+   */
+  private replayHigh(closedAt: number, rateDrewIt: number): number {
+    const start = this.cycleStartAt;
+    if (start === null || closedAt - start < COUNT_MIN_MS) return Infinity;
+    const sends = [...this.cycleSends];
+    let own = 1;
+    for (const [t, n] of this.outstanding) {
+      if (t < start || t > closedAt) continue;
+      const k = t === closedAt ? n - own : n;
+      if (t === closedAt) own = 0;
+      for (let i = 0; i < k; i++) sends.push(t);
+    }
+    sends.sort((a, b) => a - b);
+    let ceiling = Math.min(this.high, rateDrewIt);
+    // The capacity's floor rises as the rate's ceiling falls (less refill in the first segment): a few rounds.
+    for (let i = 0; i < REPLAY_ROUNDS; i++) {
+      const noise = EDGE_NOISE + (ceiling * EDGE_NOISE_MS) / 1000;
+      const next = replayRateHigh(sends, start, closedAt, this.burstFloor(ceiling), 1 + noise, Math.max(MIN_RATE, this.low), ceiling);
+      if (next === null || next >= ceiling) break;
+      ceiling = next;
+    }
+    const high = ceiling < Math.min(this.high, rateDrewIt) ? ceiling : null;
+    return high ?? Infinity;
+  }
+
+  /**
+   * The least capacity the server has shown: the first segment's passes (from a full bucket)
+   * less what the rate refilled while they went out (at most `rateCeiling` over its length and
+   * the edge noise), less one for a request the first 429 may have overtaken.
+   */
+  private burstFloor(rateCeiling: number): number {
+    if (!this.first || !Number.isFinite(rateCeiling)) return this.burstLow;
+    const refill = rateCeiling * (this.first.seconds + EDGE_NOISE_MS / 1000);
+    return Math.max(1, this.burstLow, this.first.passes - 1 - refill);
   }
 
   /** Re-evaluate: ramp growth, quiet verdicts and count bounds. True when the rate changed. */
@@ -280,7 +367,10 @@ export class RateControl {
     const activeS = Math.max(0, sentAt - seg.startAt) / 1000;
     const noise = EDGE_NOISE + (this.high * EDGE_NOISE_MS) / 1000;
     // +2: the 429 may have overtaken one request sent just before it.
-    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 2;
+    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) {
+      this.burstHigh = passed + 2;
+      this.first = { passes: passed, seconds: activeS };
+    }
     if (Number.isFinite(this.high)) {
       const held = passed - this.high * activeS - noise;
       if (held > this.burstLow) this.burstLow = Math.min(Math.floor(held), this.burstHigh);

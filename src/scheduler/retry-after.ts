@@ -3,7 +3,10 @@ import { DEFAULTS } from "../core/defaults.js";
 /**
  * Retry-After in both forms RFC 9110 §10.2.3 allows: delta-seconds ("120") and
  * an HTTP-date ("Wed, 21 Oct 2026 07:28:00 GMT"). Returns the wait in ms from `now`.
- * 0, a date in the past, or garbage all yield `minMs`: never a hot retry loop.
+ * 0, a date in the past, or garbage all yield `minMs`: never a hot retry loop. A date ahead
+ * is waited for exactly, even under `minMs`: it names the moment itself, to the second (a
+ * bucket refilling 50 tokens a second names the next whole second, 0–1 s away, and a floor of
+ * a second on top cost half a second per 429).
  * Waits beyond `capMs` (default DEFAULTS.maxServerWaitMs, a day) are returned as `capMs`:
  * any number of digits, or a date centuries ahead, is range-checked before it becomes a
  * time. Below the cap the caller decides whether to sit through a long wait.
@@ -31,7 +34,7 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
   // Only accept things that look like dates; Date.parse is lenient with junk such as "5 apples".
   if (/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v)) {
     const t = Date.parse(v);
-    if (Number.isFinite(t)) return Math.max(minMs, t - now);
+    if (Number.isFinite(t)) return t > now ? t - now : minMs;
   }
   return minMs;
 }

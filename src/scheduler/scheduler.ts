@@ -234,15 +234,19 @@ export class RequestScheduler {
       };
       try {
         const result = await attempt(onStatus);
+        this.control.settled(sentAt);
         this.reached();
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
       } catch (err) {
+        this.control.settled(sentAt);
         if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
-        if (waitMs.scope === "all") this.pauseUntil(this.clock.now() + waitMs.ms);
-        else {
+        if (waitMs.scope === "all") {
+          this.control.pausing(waitMs.ms);
+          this.pauseUntil(this.clock.now() + waitMs.ms);
+        } else {
           // The wait is this request's alone: the others go on while it sleeps, in its slot too
           // (a burst of 503s backing off in every slot would otherwise stop all sending for a backoff).
           if (held) {

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { retryAfterMs } from "../../src/scheduler/retry-after.js";
+
+describe("retryAfterMs", () => {
+  const now = Date.UTC(2026, 10, 25, 6, 0, 0, 300);
+  it("waits for an HTTP-date ahead exactly, even under the floor: it names the moment itself", () => {
+    expect(retryAfterMs("Wed, 25 Nov 2026 06:00:01 GMT", now, 1_000)).toBe(700);
+    expect(retryAfterMs("Wed, 25 Nov 2026 06:00:05 GMT", now, 1_000)).toBe(4_700);
+  });
+  it("a date now or past, 0 and garbage get the floor: never a hot retry loop", () => {
+    expect(retryAfterMs("Wed, 25 Nov 2026 06:00:00 GMT", now, 1_000)).toBe(1_000);
+    expect(retryAfterMs("Thu, 01 Jan 1970 00:00:00 GMT", now, 1_000)).toBe(1_000);
+    expect(retryAfterMs("0", now, 1_000)).toBe(1_000);
+    expect(retryAfterMs("soon", now, 1_000)).toBe(1_000);
+  });
+  it("delta-seconds keep the floor and the form's whole seconds; none names nothing", () => {
+    expect(retryAfterMs("2", now, 1_000)).toBe(2_000);
+    expect(retryAfterMs(null, now, 1_000)).toBeNull();
+  });
+});
