@@ -41,6 +41,13 @@ export class ConcurrencyLimit {
     return s[Math.floor(s.length / 2)]!;
   }
 
+  /** How far recent round trips spread (ms): the 90th percentile less the shortest. */
+  get spreadMs(): number {
+    if (!this.rtts.length) return 0;
+    const s = [...this.rtts].sort((a, b) => a - b);
+    return s[Math.floor(s.length * 0.9)]! - s[0]!;
+  }
+
   /** The shortest recent round trip (ms): the distance to the server, without the stalls of a busy process. */
   get shortestMs(): number {
     return this.rtts.length ? Math.min(...this.rtts) : 0;

@@ -13,13 +13,19 @@
  *   stop probing (hold). A 429 in hold reopens the probe just below the rate that drew it.
  * - `low` also rises with what the server demonstrably accepted: passes since the last
  *   pause ended, less the most the bucket could have held then, over the time since.
+ * - at each 429 the evidence (bucket-evidence.ts) replays every cycle through a token bucket
+ *   of each rate and the capacities the run's first segment allows: the rates that fit bound
+ *   the quota whatever its capacity. Within EVIDENCE_PROBE_SPAN we probe at their top (above the
+ *   quota nothing is lost until the 429, whose long cycle then pins the rate).
+ * - window: a 429 naming a wait of seconds ends a window, not a bucket's token interval: the
+ *   window's allowance goes out at once as each window opens, and once its length is known we
+ *   wait the window out instead of spending a 429 on finding its end.
  * The pacer's capacity follows the smallest burst the server has shown it holds (passes
- * right after a pause, beyond what the rate explains): after a Retry-After pause the
- * server's refilled bucket is used at once, and a fixed window's allowance is sent as the
- * window opens.
+ * right after a pause, beyond what the rate explains, and the evidence's least capacity):
+ * after a Retry-After pause the server's refilled bucket is used at once.
  */
 
-import { replayRateHigh } from "./bucket-replay.js";
+import { BucketEvidence } from "./bucket-evidence.js";
 
 /**
  * A cycle with a pause longer than this is not replayed as a token bucket. A bucket's 429 names
@@ -27,17 +33,22 @@ import { replayRateHigh } from "./bucket-replay.js";
  * window names its end, seconds to a minute away, and then admits its whole allowance at once.
  */
 const REPLAY_MAX_PAUSE_MS = 1_500;
-/** Rounds of replay and capacity floor (each lowers the rate's ceiling, which raises the floor). */
-const REPLAY_ROUNDS = 4;
 /** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
 const TIGHT_SPAN = 1.03;
 /** In hold, this far below `low`: the bounds are counts over noisy clocks. */
 const HOLD_MARGIN = 0.01;
-/** The ramp doubles its rate at most this often, and only after RAMP_STEP_SENDS requests at it. */
+/**
+ * The ramp grows its rate at most this often (plus a round trip, so that the last step's 429
+ * can come back first), and only after RAMP_STEP_SENDS requests at it (a second at 1 req/s)...
+ */
 const RAMP_STEP_MS = 250;
-const RAMP_STEP_SENDS = 2;
-/** ...by this factor: the 429 then brackets the quota within it (doubling would leave a factor of two to probe). */
-const RAMP_FACTOR = 1.5;
+const RAMP_STEP_SENDS = 1;
+/**
+ * ...by this factor. The bracket a 429 leaves (a factor of two) is narrowed by the evidence's
+ * replay (bucket-evidence.ts), not by smaller steps: with ×1.5 and two sends a step, a
+ * 5 req/s quota without burst took 5 s to reach from 1 req/s, and a 100 req/s one 7 s.
+ */
+const RAMP_FACTOR = 2;
 
 /** A rate sent at this long without a 429 is taken as within the quota... */
 const QUIET_MS = 2_000;
@@ -57,6 +68,17 @@ const COUNT_MIN_MS = 100;
  */
 const EDGE_NOISE = 0.5;
 const EDGE_NOISE_MS = 10;
+/** The evidence's bounds within this span (high ÷ low): probe at their top (see probe()). */
+const EVIDENCE_PROBE_SPAN = 1.5;
+/**
+ * ...when the server's bucket holds at least this many (the first segment's passes less what the
+ * rate refilled meanwhile; not the passes alone, which a cold start inflates): a probe above a small bucket draws
+ * its 429 at once, with a cycle too short to say much, while quiet verdicts below it converge
+ * fast (the capacity over the time).
+ */
+const EVIDENCE_PROBE_MIN_BURST = 8;
+/** The evidence's replay (bucket-evidence.ts) counts the jitter it measures (half the spread of round trips), at least this. */
+const EVIDENCE_NOISE_MS = 3;
 /** The share of a token a late timer may carry over (pacer.ts), when the server's bucket likely holds several. */
 const PACER_CARRY = 0.9;
 /** Below this rate a millisecond is under 5% of a token interval: nothing worth the risk of a pair. */
@@ -68,11 +90,21 @@ const CARRY_FROM_RATE = 50;
  * without burst ran at 3.06× its least time in the harness, without it 1.37×. One token passes
  * one request of the first wave (two at most, when a token refills within its milliseconds).
  */
-const CARRY_MIN_BURST_HIGH = 5;
+const CARRY_MIN_BURST_HIGH = 4;
+/**
+ * A 429 naming a wait this long is not a token bucket's: at any rate from 1 req/s its next
+ * token is under a second away (Retry-After 1). It is a window's end (a fixed window, or the
+ * oldest request of a sliding one leaving it), and the window then admits its whole allowance
+ * at once: pacing it out only wastes the window (a 300-per-10-s quota paced at 40 req/s spent
+ * 7.4 s of its last window on what goes out in 0.2 s).
+ */
+const WINDOW_MIN_WAIT_MS = 2_000;
+/** ...when the segment it closed passed at least this many: an allowance, not one slow token. */
+const WINDOW_MIN_PASSES = 10;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 
-export type RatePhase = "unpaced" | "ramp" | "probe" | "hold";
+export type RatePhase = "unpaced" | "ramp" | "probe" | "hold" | "window";
 
 export interface RateSetting {
   rate: number | null;
@@ -112,16 +144,18 @@ export class RateControl {
   /** Passes of requests sent at the rate in force (since its first request). */
   private passesAtRate = 0;
   private spentAtRate = 0;
-  /** The run's first segment (from a full bucket to the first 429): its passes and length, which bound the burst from below. */
-  private first: { passes: number; seconds: number } | null = null;
-  /**
-   * The current cycle (bucket-replay.ts): it began at the send time of the last episode's
-   * first 429; the send times of the requests in it that took a token (or may have: 503s).
-   */
-  private cycleStartAt: number | null = null;
-  private cycleSends: number[] = [];
-  /** Send times of requests not answered yet: at a cycle's close they may still take a token. */
-  private readonly outstanding = new Map<number, number>();
+  /** What the requests showed about the quota as a token bucket (bucket-evidence.ts). */
+  private readonly evidence = new BucketEvidence();
+  /** Jitter of the round trips (ms), for the noise of the evidence's replay. */
+  jitterMs = 0;
+  /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
+  private evidenceFits = false;
+  /** The span (high ÷ low) when the last probe at the evidence's top was set. */
+  private evidenceSpan = Infinity;
+  /** The rate in force is a probe at the evidence's top. */
+  private evidenceProbe = false;
+  /** The median round trip (ms). */
+  latencyMs = 0;
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
   private stalledAtRate = false;
 
@@ -132,14 +166,40 @@ export class RateControl {
     return { low: this.low, high: this.high, burstLow: this.burstLow, burstHigh: this.burstHigh };
   }
 
+  /** Requests granted since the last pause ended, and the window's allowance (phase "window"). */
+  private grantsInSegment = 0;
+  private allowance = Infinity;
+  /** The last window end a 429 named, windows we paused out on our own since, and the window's length once two ends are known. */
+  private windowEnd: number | null = null;
+  private windowsSince = 0;
+  private windowMs: number | null = null;
+
+  /**
+   * In phase "window" with the allowance granted and the window's length known: when the next
+   * window opens (epoch ms), counted as reached. Null: send one request to find out.
+   */
+  nextWindowAt(): number | null {
+    if (!this.windowSpent || this.windowEnd === null || this.windowMs === null) return null;
+    this.windowsSince++;
+    this.grantsInSegment = 0;
+    return this.windowEnd + this.windowsSince * this.windowMs;
+  }
+
+  /** In phase "window": this window's allowance is granted; one request at a time finds the window's end. */
+  get windowSpent(): boolean {
+    return this.setting.phase === "window" && this.grantsInSegment >= this.allowance;
+  }
+
   /** A request went out (granted) at `now`; `afterPause`: the first since a pause ended. */
   sent(now: number, afterPause: boolean): void {
+    if (afterPause || !this.segment) this.grantsInSegment = 0;
+    this.grantsInSegment++;
     this.firstSentAt ??= now;
     // The quiet clock starts with the first request at a rate, not at the pause that usually follows setting it.
     if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
     if (afterPause || !this.segment) this.segment = { startAt: now, passes: 0, afterPause };
     this.sends++;
-    this.outstanding.set(now, (this.outstanding.get(now) ?? 0) + 1);
+    this.evidence.sent(now);
   }
 
   /**
@@ -147,14 +207,12 @@ export class RateControl {
    * is not a token bucket refilling steadily: the cycle it is in is not replayed.
    */
   pausing(ms: number): void {
-    if (ms > REPLAY_MAX_PAUSE_MS) this.cycleStartAt = null;
+    if (ms > REPLAY_MAX_PAUSE_MS) this.evidence.invalidate();
   }
 
   /** The request sent at `sentAt` was answered (whatever the answer). */
-  settled(sentAt: number): void {
-    const n = this.outstanding.get(sentAt) ?? 0;
-    if (n > 1) this.outstanding.set(sentAt, n - 1);
-    else this.outstanding.delete(sentAt);
+  settled(sentAt: number, answeredAt: number): void {
+    this.evidence.settled(sentAt, answeredAt);
   }
 
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
@@ -163,17 +221,13 @@ export class RateControl {
     if (sentAt >= this.rateSetAt) this.passesAtRate++;
     if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
     if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
-    this.tookToken(sentAt);
-  }
-
-  private tookToken(sentAt: number): void {
-    if (this.cycleStartAt !== null && sentAt >= this.cycleStartAt) this.cycleSends.push(sentAt);
+    this.evidence.passed(sentAt);
   }
 
   /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
   spent(sentAt: number): void {
     if (sentAt >= this.rateSetAt) this.spentAtRate++;
-    this.tookToken(sentAt);
+    this.evidence.spent(sentAt);
   }
 
   /** A request is backing off alone (a 503 without Retry-After, a network error): the span at the rate in force was not steady. */
@@ -201,15 +255,15 @@ export class RateControl {
    * A new 429 episode began: its first 429 was sent at `sentAt`. `accepted`: the rate the
    * server accepted over the last second (req/s).
    */
-  throttled(sentAt: number, now: number, accepted: number): void {
+  throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
+    const seg = this.segment;
+    if (waitMs !== null && waitMs >= WINDOW_MIN_WAIT_MS && seg && seg.passes >= WINDOW_MIN_PASSES) return this.windowEnded(seg.passes, now + waitMs);
     this.learnFromCycle(sentAt);
     this.learnFromCounts(sentAt);
     this.learnBurst(sentAt);
     const rate = this.setting.rate;
     const phase = this.setting.phase;
-    const replayHigh = rate === null || this.cycleStartAt === null ? Infinity : this.replayHigh(sentAt, rate);
-    this.cycleStartAt = sentAt;
-    this.cycleSends = [];
+    this.evidence.closeAt(sentAt);
     if (phase === "unpaced" || rate === null) {
       this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
       return;
@@ -220,49 +274,53 @@ export class RateControl {
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
       this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
     }
-    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt), replayHigh);
+    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
+    this.learnFromEvidence(rate);
     this.probe(now);
   }
 
   /**
-   * The cycle this 429 closes, replayed through a bucket of the least capacity the server has
-   * shown (bucket-replay.ts): the rate's upper bound. Requests sent in it and not answered yet
-   * count as having taken a token (the 429 itself excepted): more tokens taken asks a faster
-   * refill, so the bound stays on the safe side.
+   * A window's end (WINDOW_MIN_WAIT_MS): what it admitted is its allowance, sent at once as the
+   * next opens (unpaced). Two ends a window apart give its length, and from then on we wait out
+   * each window on our own instead of spending a 429 to find its end.
    */
-  private replayHigh(closedAt: number, rateDrewIt: number): number {
-    const start = this.cycleStartAt;
-    if (start === null || closedAt - start < COUNT_MIN_MS) return Infinity;
-    const sends = [...this.cycleSends];
-    let own = 1;
-    for (const [t, n] of this.outstanding) {
-      if (t < start || t > closedAt) continue;
-      const k = t === closedAt ? n - own : n;
-      if (t === closedAt) own = 0;
-      for (let i = 0; i < k; i++) sends.push(t);
+  private windowEnded(passes: number, end: number): void {
+    this.allowance = Number.isFinite(this.allowance) ? Math.max(this.allowance, passes) : passes;
+    if (this.windowEnd !== null) {
+      const ms = (end - this.windowEnd) / (this.windowsSince + 1);
+      this.windowMs = ms >= WINDOW_MIN_WAIT_MS ? ms : null;
     }
-    sends.sort((a, b) => a - b);
-    let ceiling = Math.min(this.high, rateDrewIt);
-    // The capacity's floor rises as the rate's ceiling falls (less refill in the first segment): a few rounds.
-    for (let i = 0; i < REPLAY_ROUNDS; i++) {
-      const noise = EDGE_NOISE + (ceiling * EDGE_NOISE_MS) / 1000;
-      const next = replayRateHigh(sends, start, closedAt, this.burstFloor(ceiling), 1 + noise, Math.max(MIN_RATE, this.low), ceiling);
-      if (next === null || next >= ceiling) break;
-      ceiling = next;
-    }
-    const high = ceiling < Math.min(this.high, rateDrewIt) ? ceiling : null;
-    return high ?? Infinity;
+    this.windowEnd = end;
+    this.windowsSince = 0;
+    this.grantsInSegment = 0;
+    this.setting = { rate: null, burst: 1, carry: 0, phase: "window" };
+    this.evidence.invalidate();
   }
 
   /**
-   * The least capacity the server has shown: the first segment's passes (from a full bucket)
-   * less what the rate refilled while they went out (at most `rateCeiling` over its length and
-   * the edge noise), less one for a request the first 429 may have overtaken.
+   * The rates a token bucket could have and produce every pass and 429 so far (bucket-evidence.ts),
+   * searched below the rate that drew the 429. Sound bounds when the server is a token bucket; when
+   * none fits (a window, a quota that changed, noise beyond ours) the count bounds stand alone.
    */
-  private burstFloor(rateCeiling: number): number {
-    if (!this.first || !Number.isFinite(rateCeiling)) return this.burstLow;
-    const refill = rateCeiling * (this.first.seconds + EDGE_NOISE_MS / 1000);
-    return Math.max(1, this.burstLow, this.first.passes - 1 - refill);
+  private learnFromEvidence(rateDrewIt: number): void {
+    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.jitterMs / 2)) / 1000);
+    this.evidenceFits = b !== null;
+    this.evidenceProbe = false;
+    if (!b) return;
+    const low = Math.max(this.low, b.low);
+    const high = Math.min(this.high, b.high);
+    if (low < high) {
+      this.low = low;
+      this.high = high;
+    } else {
+      this.low = b.low;
+      this.high = b.high;
+    }
+    // The capacity the first segment shows at the fastest rate that fits: the pacer may hold that
+    // much less one (its burst after a pause, and a late timer's fraction kept instead of lost:
+    // at 39.3 req/s set, timers firing in whole milliseconds sent 38).
+    const cap = Math.floor(this.evidence.capacityLow(this.high, EDGE_NOISE));
+    if (cap > this.burstLow) this.burstLow = Math.min(cap, this.burstHigh);
   }
 
   /** Re-evaluate: ramp growth, quiet verdicts and count bounds. True when the rate changed. */
@@ -271,9 +329,10 @@ export class RateControl {
     const s = this.setting;
     if (s.phase === "ramp" && s.rate !== null) {
       const elapsed = now - this.grownAt;
-      if (elapsed >= Math.max(RAMP_STEP_MS, (RAMP_STEP_SENDS / s.rate) * 1000)) {
+      // A step waits for the answers to the last one: 100 ms away, a step of 250 ms doubled again before a 429 could say the rate was too much.
+      if (elapsed >= Math.max(RAMP_STEP_MS + this.latencyMs, (RAMP_STEP_SENDS / s.rate) * 1000)) {
         // Grow only a rate we really send at: one the in-flight limit or the work holds back says nothing when it draws no 429.
-        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000);
+        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000) - 1;
         this.grownAt = now;
         this.sendsAtStep = this.sends;
         // The carry follows the rate: a ramp that began below CARRY_FROM_RATE and kept the carry it
@@ -312,8 +371,22 @@ export class RateControl {
       if (this.setting.phase !== "hold" || current === null || low * (1 - HOLD_MARGIN) > current * (1 + HOLD_MARGIN)) this.setRate(low * (1 - HOLD_MARGIN), "hold", now);
       return;
     }
-    const mid = span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2;
     const current = this.setting.rate;
+    // An evidence probe keeps its place until its 429 (counts may raise `low` meanwhile, not move it).
+    if (this.setting.phase === "probe" && this.evidenceProbe && current !== null) return;
+    if (this.evidenceFits && this.evidence.capacityLow(this.high, EDGE_NOISE) >= EVIDENCE_PROBE_MIN_BURST && span <= EVIDENCE_PROBE_SPAN && span < this.evidenceSpan ** 0.5) {
+      // The evidence bounds the quota whatever the capacity: send at its top. Above the quota the
+      // server's bucket drains and we lose nothing until its 429, whose cycle then pins the rate
+      // (one pause, the same that any step above costs); a step below loses the gap until a quiet
+      // verdict, which converges only as the capacity over the time. Only while each such 429
+      // at least halves the span (in ratio): a bucket of one token drains at once, and its cycles say little.
+      this.evidenceSpan = span;
+      this.evidenceProbe = true;
+      this.lowAtSet = low;
+      this.setRate(this.high, "probe", now);
+      return;
+    }
+    const mid = span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2;
     // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
     if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
     if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;
@@ -366,11 +439,8 @@ export class RateControl {
     const passed = seg.passes;
     const activeS = Math.max(0, sentAt - seg.startAt) / 1000;
     const noise = EDGE_NOISE + (this.high * EDGE_NOISE_MS) / 1000;
-    // +2: the 429 may have overtaken one request sent just before it.
-    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) {
-      this.burstHigh = passed + 2;
-      this.first = { passes: passed, seconds: activeS };
-    }
+    // +1: the 429 may have overtaken one request sent just before it.
+    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 1;
     if (Number.isFinite(this.high)) {
       const held = passed - this.high * activeS - noise;
       if (held > this.burstLow) this.burstLow = Math.min(Math.floor(held), this.burstHigh);
@@ -384,7 +454,9 @@ export class RateControl {
 
   private setRate(rate: number, phase: RatePhase, now: number): void {
     const r = Math.max(MIN_RATE, rate);
-    const burst = Math.max(1, this.burstLow - 1);
+    // A probe at the evidence's top is above the quota: the server's bucket is used up as it drains,
+    // and a burst at the pause's end would only shorten the cycle whose 429 is to pin the rate.
+    const burst = this.evidenceProbe && phase === "probe" ? 1 : Math.max(1, this.burstLow - 1);
     const carry = this.carryAt(r);
     if (r !== this.setting.rate || phase !== this.setting.phase) {
       this.rateSetAt = NaN;

@@ -234,13 +234,13 @@ export class RequestScheduler {
       };
       try {
         const result = await attempt(onStatus);
-        this.control.settled(sentAt);
+        this.control.settled(sentAt, this.clock.now());
         this.reached();
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
       } catch (err) {
-        this.control.settled(sentAt);
+        this.control.settled(sentAt, this.clock.now());
         if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") {
@@ -304,7 +304,7 @@ export class RequestScheduler {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });
         throw err;
       }
-      const newEpisode = this.throttled(sentAt, now);
+      const newEpisode = this.throttled(sentAt, now, ra);
       waitMs = ra ?? (newEpisode ? this.noRetryAfterWait() : Math.max(0, this.pausedUntilMs - now));
       scope = "all";
     } else {
@@ -352,7 +352,7 @@ export class RequestScheduler {
   }
 
   /** A 429: true when it begins a new episode (it was sent after the last episode began). */
-  private throttled(sentAt: number, now: number): boolean {
+  private throttled(sentAt: number, now: number, waitMs: number | null): boolean {
     this.concurrency.answer(sentAt, now);
     if (sentAt <= this.episodeAt) return false;
     this.episodeAt = now;
@@ -361,7 +361,8 @@ export class RequestScheduler {
     // and the burst over the few milliseconds it took would read as a rate the quota never had.
     this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
     const before = this.control.current;
-    this.control.throttled(sentAt, now, this.episodeAccepted);
+    this.control.jitterMs = this.concurrency.spreadMs;
+    this.control.throttled(sentAt, now, this.episodeAccepted, waitMs);
     this.rateChanged(before, now);
     this.pacer?.empty(now);
     return true;
@@ -511,8 +512,18 @@ export class RequestScheduler {
         return this.arm(this.pausedUntilMs);
       }
       const before = this.control.current;
+      this.control.latencyMs = this.concurrency.latencyMs;
       if (this.opts.adaptive !== false && this.control.tick(now)) this.rateChanged(before, now);
       if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
+      if (this.control.windowSpent) {
+        // The window's allowance is out: wait for the next window when its length is known, else find its end with one request.
+        const opens = this.control.nextWindowAt();
+        if (opens !== null) {
+          this.pauseUntil(opens + RETRY_AFTER_MARGIN_MS);
+          continue;
+        }
+        if (this.inFlight > 0) return;
+      }
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);

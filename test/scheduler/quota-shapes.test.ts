@@ -24,14 +24,28 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 40/s burst 10")!;
     const r = await runShape(shape);
     // The old estimator settled near 16 req/s (the burst plus one second's pause) and stayed.
-    // Every rate set after the first five seconds is within 20% of the quota's 40/s.
-    const later = r.events.flatMap(({ atS, e }) => (e.type === "rate" && e.requestsPerSecond !== null && atS > 5 ? [e.requestsPerSecond] : []));
+    // Every rate set after the first probe (the one the ramp's 429 leaves, anywhere in its bracket)
+    // is within 20% of the quota's 40/s.
+    const probes = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null && (e.phase === "probe" || e.phase === "hold") ? [e.requestsPerSecond] : []));
+    const later = probes.slice(1);
     expect(later.length).toBeGreaterThan(0);
     for (const rate of later) {
       expect(rate).toBeGreaterThan(32);
       expect(rate).toBeLessThan(48);
     }
     expect(r.ratio).toBeLessThan(1.25);
+  });
+
+  it("a fixed window's allowance goes out at once as each window opens: within 5% of the least time, about one 429 per window", async () => {
+    for (const name of ["window 300/10 s", "window 30/3 s", "window 600/60 s date"]) {
+      const shape = QUOTA_MATRIX.find((s) => s.name === name)!;
+      const r = await runShape(shape);
+      const windows = Math.ceil(r.accepted / shape.rate);
+      // Paced as a bucket, the last window's allowance went out at the rate learned (300/10 s: 1.19).
+      expect(r.ratio, name).toBeLessThan(1.05);
+      // The first window's 429s are the requests in flight when it closed; once two ends are known, none.
+      expect(r.throttled, name).toBeLessThanOrEqual(Math.min(windows, 3) + 4);
+    }
   });
 
   it("503 bursts do not lower the rate: it ends as high as without them", async () => {

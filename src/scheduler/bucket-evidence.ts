@@ -1,0 +1,216 @@
+/**
+ * What the run's requests showed about the server's quota, taken as a token bucket (rate r,
+ * capacity B), and the rates consistent with all of it: a joint replay of r and B.
+ *
+ * - The run's first segment (unpaced, from a bucket we take as full, to the first 429) ties B to
+ *   r: its passes came from B plus what r refilled while they went out, and the 429 that closed
+ *   it found under one token. For each r that leaves B within a token or two.
+ * - Every cycle since, from one 429 episode to the next (the server's bucket under one token at
+ *   both ends), replayed through a bucket of that capacity: every pass found a token (too slow
+ *   a refill could not have passed them), and the closing 429 found under one (too fast a
+ *   refill would have left one for it).
+ * A rate is consistent when some capacity in its range passes both tests for every cycle kept.
+ * Send times stand in for arrival times (the same transit for all, but for jitter): every test
+ * allows `noise` tokens, a few plus the rate × the jitter. Counts over whole cycles, not single
+ * timings: a send time off by some milliseconds moves a level by r × that error, once.
+ *
+ * Why jointly: capacity and rate trade against each other. Bounded apart, the capacity's range
+ * comes from the first segment's length times a rate not yet known (tens of milliseconds on a
+ * cold process at up to 500 req/s: ±15 tokens), and the rate's bounds from the ramp's cycle
+ * were then 131–528 req/s for a 200 req/s quota.
+ */
+
+/** Cycles kept for the replay: the latest say the most about a quota that may change. */
+const CYCLES_KEPT = 4;
+/** The rate grid's step (ratio): bounds finer than this are lost in the noise anyway. */
+const GRID_STEP = 1.005;
+/** Bisection steps for the capacity: a twentieth of a token on a range of 40. */
+const CAPACITY_STEPS = 10;
+/** A request the first 429 may have overtaken on the way (sent at the same millisecond). */
+const OVERTAKEN = 1;
+
+interface Cycle {
+  startAt: number;
+  /** Send times of the requests that passed. */
+  passes: number[];
+  /** ...and of every request that may have taken a token (503s, requests unanswered at the close). */
+  taken: number[];
+  closedAt: number | null;
+}
+
+interface FirstSegment {
+  startAt: number;
+  passes: number[];
+  closedAt: number;
+  /** Passes sent before the closing 429, and requests sent before it still unanswered then. */
+  before: number;
+  /**
+   * How much shorter the segment may have been at the server than between our sends: the
+   * spread of its round trips. A cold process (ours and the server's) answers its first
+   * requests tens of milliseconds late, and a 109 ms first segment was under 80 at the server.
+   */
+  shorterMs: number;
+}
+
+export interface RateBounds {
+  low: number;
+  high: number;
+}
+
+export class BucketEvidence {
+  private runStartAt: number | null = null;
+  /** Round trips of the first segment's answers: shortest and longest (ms). */
+  private firstRtt = { min: Infinity, max: 0 };
+  private firstPasses: number[] = [];
+  private first: FirstSegment | null = null;
+  private current: Cycle | null = null;
+  private closed: Cycle[] = [];
+  private readonly outstanding = new Map<number, number>();
+
+  sent(at: number): void {
+    this.runStartAt ??= at;
+    this.outstanding.set(at, (this.outstanding.get(at) ?? 0) + 1);
+  }
+
+  /** The request sent at `at` was answered (whatever the answer). */
+  settled(at: number, answeredAt: number): void {
+    if (!this.first) {
+      this.firstRtt.min = Math.min(this.firstRtt.min, answeredAt - at);
+      this.firstRtt.max = Math.max(this.firstRtt.max, answeredAt - at);
+    }
+    const n = this.outstanding.get(at) ?? 0;
+    if (n > 1) this.outstanding.set(at, n - 1);
+    else this.outstanding.delete(at);
+  }
+
+  passed(at: number): void {
+    if (!this.first) this.firstPasses.push(at);
+    const c = this.current;
+    if (c && at >= c.startAt) {
+      c.passes.push(at);
+      c.taken.push(at);
+    }
+  }
+
+  /** A request that may have spent a token without passing (a 503). */
+  spent(at: number): void {
+    const c = this.current;
+    if (c && at >= c.startAt) c.taken.push(at);
+  }
+
+  /** The bucket was not refilled steadily (a window's long pause): the cycle in course says nothing. */
+  invalidate(): void {
+    this.current = null;
+  }
+
+  /** A new 429 episode: its first 429 was sent at `at`. Closes the cycle in course and opens the next. */
+  closeAt(at: number): void {
+    const pending = this.pendingBefore(at);
+    if (!this.first && this.runStartAt !== null) {
+      const passes = this.firstPasses.filter((t) => t <= at).sort((a, b) => a - b);
+      const shorterMs = Number.isFinite(this.firstRtt.min) ? this.firstRtt.max - this.firstRtt.min : 0;
+      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length, shorterMs };
+    }
+    const c = this.current;
+    if (c) {
+      c.closedAt = at;
+      c.passes = c.passes.filter((t) => t < at).sort((a, b) => a - b);
+      c.taken = [...c.taken.filter((t) => t < at), ...pending.filter((t) => t >= c.startAt)].sort((a, b) => a - b);
+      this.closed.push(c);
+      if (this.closed.length > CYCLES_KEPT) this.closed.shift();
+    }
+    this.current = { startAt: at, passes: [], taken: [], closedAt: null };
+  }
+
+  /** The least capacity the first segment shows at rate `r` (1 before it closed). */
+  capacityLow(r: number, noise: number): number {
+    return this.first ? capacityRange(this.first, r, noise)[0] : 1;
+  }
+
+  /** Rates in [from, to] consistent with everything kept, or null when none is (not a token bucket, or noise beyond ours). */
+  bounds(from: number, to: number, noiseAt: (rate: number) => number): RateBounds | null {
+    const first = this.first;
+    if (!first || !this.closed.length || !(to > from) || !Number.isFinite(to)) return null;
+    let low = Infinity;
+    let high = -Infinity;
+    // Each step of the grid stands for the rates between it and the next: the tests that a faster
+    // refill passes (every pass found a token) at its top, the others at its bottom. A set of rates
+    // narrower than a step (exact timings, a long cycle) is then not stepped over.
+    for (let r = from; r <= to; r *= GRID_STEP) {
+      if (!this.consistent(first, r, r * GRID_STEP, noiseAt(r * GRID_STEP))) continue;
+      if (r < low) low = r;
+      high = r * GRID_STEP;
+    }
+    return Number.isFinite(low) ? { low, high } : null;
+  }
+
+  /**
+   * Some capacity in the first segment's range lets a bucket refilled at a rate in [rLow, rHigh]
+   * produce every cycle kept: the least capacity under which every pass found a token at rHigh
+   * (more capacity or refill, more tokens), and under it the closing 429s found under one at rLow
+   * (less capacity or refill, fewer tokens).
+   */
+  private consistent(first: FirstSegment, rLow: number, rHigh: number, noise: number): boolean {
+    const [bLow, bHigh] = capacityRange(first, rHigh, noise);
+    if (bLow > bHigh) return false;
+    const cycles = this.current ? [...this.closed, this.current] : this.closed;
+    const passesAll = (cap: number) => cycles.every((c) => everyPassHadToken(c.passes, c.startAt, 1 + noise, rHigh, cap, 1 - noise));
+    if (!passesAll(bHigh)) return false;
+    let a = bLow;
+    let b = bHigh;
+    if (!passesAll(a)) {
+      for (let i = 0; i < CAPACITY_STEPS; i++) {
+        const m = (a + b) / 2;
+        if (passesAll(m)) b = m;
+        else a = m;
+      }
+      a = b;
+    }
+    return this.closed.every((c) => levelAt(c.taken, c.startAt, c.closedAt!, rLow, a) <= 1 + noise);
+  }
+
+  /** Send times of requests sent before `at` and not answered yet. */
+  private pendingBefore(at: number): number[] {
+    const out: number[] = [];
+    for (const [t, n] of this.outstanding) if (t < at) for (let i = 0; i < n; i++) out.push(t);
+    return out;
+  }
+}
+
+/**
+ * The capacities the first segment allows at rate `r`: every pass found a token in a bucket
+ * that began full, and the closing 429 found under one. Its passes came within milliseconds,
+ * so the cap never bound in between.
+ */
+function capacityRange(first: FirstSegment, r: number, noise: number): [number, number] {
+  let low = 1;
+  first.passes.forEach((t, i) => {
+    low = Math.max(low, 1 - noise + i - (r * (t - first.startAt)) / 1000);
+  });
+  const high = first.before + OVERTAKEN + 1 + noise;
+  return [low, high];
+}
+
+/** True when every pass (ascending send times) found at least `need` tokens, starting with `start` at `startAt`. */
+function everyPassHadToken(passes: readonly number[], startAt: number, start: number, r: number, cap: number, need: number): boolean {
+  let tokens = Math.min(cap, start);
+  let last = startAt;
+  for (const t of passes) {
+    tokens = Math.min(cap, tokens + (r * (t - last)) / 1000);
+    if (tokens < need) return false;
+    tokens -= 1;
+    last = t;
+  }
+  return true;
+}
+
+/** Tokens at `endAt`, starting empty at `startAt`, one taken per send in `taken` (ascending): the fewest the bucket could hold. */
+function levelAt(taken: readonly number[], startAt: number, endAt: number, r: number, cap: number): number {
+  let tokens = 0;
+  let last = startAt;
+  for (const t of taken) {
+    tokens = Math.min(cap, tokens + (r * (t - last)) / 1000) - 1;
+    last = t;
+  }
+  return Math.min(cap, tokens + (r * (endAt - last)) / 1000);
+}

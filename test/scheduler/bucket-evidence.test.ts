@@ -1,0 +1,104 @@
+/**
+ * The evidence's joint replay (src/scheduler/bucket-evidence.ts) against a token bucket played
+ * out here request by request: the rates it leaves must contain the bucket's, and narrow once a
+ * cycle drains slowly; a server no token bucket explains fits none.
+ */
+import { describe, expect, it } from "vitest";
+import { BucketEvidence } from "../../src/scheduler/bucket-evidence.js";
+
+/** A token bucket (rate r/s, capacity b) that starts full; requests arrive `transitMs` after they are sent. */
+function bucket(r: number, b: number, transitMs = 1) {
+  let tokens = b;
+  let last = 0;
+  return (sentAt: number): boolean => {
+    const t = sentAt + transitMs;
+    tokens = Math.min(b, tokens + ((t - last) * r) / 1000);
+    last = t;
+    if (tokens < 1) return false;
+    tokens -= 1;
+    return true;
+  };
+}
+
+/**
+ * Play a run: an unpaced first segment (one request per ms), then after each 429 a pause of
+ * `pauseMs` and sends at the next of `rates` until the next 429. Returns the evidence.
+ */
+function play(r: number, b: number, rates: number[], pauseMs = 1_050): BucketEvidence {
+  const ev = new BucketEvidence();
+  const admit = bucket(r, b);
+  const send = (t: number): boolean => {
+    ev.sent(t);
+    const ok = admit(t);
+    ev.settled(t, t + 2);
+    if (ok) ev.passed(t);
+    else ev.closeAt(t);
+    return ok;
+  };
+  let t = 0;
+  while (send(t)) t += 1;
+  for (const rate of rates) {
+    t += pauseMs;
+    while (send(t)) t += 1000 / rate;
+  }
+  return ev;
+}
+
+const noise = (r: number) => 0.5 + (r * 3) / 1000;
+
+describe("bucket evidence", () => {
+  it("the rates that fit contain the bucket's after the ramp's 429, and narrow to within 6% after a probe that drains slowly", () => {
+    const afterRamp = play(40, 10, [80]).bounds(0.5, 82, noise);
+    expect(afterRamp).not.toBeNull();
+    expect(afterRamp!.low).toBeLessThanOrEqual(40);
+    expect(afterRamp!.high).toBeGreaterThanOrEqual(40);
+
+    const afterProbe = play(40, 10, [80, 44]).bounds(0.5, 45, noise);
+    expect(afterProbe).not.toBeNull();
+    expect(afterProbe!.low).toBeLessThanOrEqual(40);
+    expect(afterProbe!.high).toBeGreaterThanOrEqual(40);
+    expect(afterProbe!.high / afterProbe!.low).toBeLessThan(1.06);
+  });
+
+  it("holds for fast and slow buckets, with and without burst", () => {
+    for (const [r, b, rates] of [
+      [200, 20, [400, 220]],
+      [5, 1, [10, 6]],
+      [150, 150, [300, 160]],
+    ] as Array<[number, number, number[]]>) {
+      const got = play(r, b, rates).bounds(0.5, rates.at(-1)! * 1.02, noise);
+      expect(got, `${r}/${b}`).not.toBeNull();
+      expect(got!.low, `${r}/${b}`).toBeLessThanOrEqual(r);
+      expect(got!.high, `${r}/${b}`).toBeGreaterThanOrEqual(r);
+    }
+  });
+
+  it("the least capacity the first segment shows at the bucket's rate is at most its capacity", () => {
+    const ev = play(40, 10, [80]);
+    expect(ev.capacityLow(40, 0.5)).toBeLessThanOrEqual(10);
+    expect(ev.capacityLow(40, 0.5)).toBeGreaterThanOrEqual(8);
+  });
+
+  it("a server no token bucket explains (60 passes within 60 ms after a 1 s pause, from 10 at the start) fits no rate below 100 req/s", () => {
+    const ev = new BucketEvidence();
+    let t = 0;
+    for (let i = 0; i < 10; i++, t++) {
+      ev.sent(t);
+      ev.settled(t, t + 1);
+      ev.passed(t);
+    }
+    ev.sent(t);
+    ev.settled(t, t + 1);
+    ev.closeAt(t);
+    t += 1_000;
+    for (let i = 0; i < 60; i++, t++) {
+      ev.sent(t);
+      ev.settled(t, t + 1);
+      ev.passed(t);
+    }
+    ev.sent(t);
+    ev.settled(t, t + 1);
+    ev.closeAt(t);
+    expect(ev.bounds(0.5, 100, noise)).toBeNull();
+  });
+});
