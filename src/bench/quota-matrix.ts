@@ -57,6 +57,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
   { name: "bucket-30-no-retry-after", about: "token bucket 30 req/s, burst 5, 429 without Retry-After", skus: 400, seed: 117, quota: { requestsPerSecond: 30, burst: 5, retryAfter: "none" } },
   { name: "bucket-50-date-retry-after", about: "token bucket 50 req/s, burst 5, Retry-After as HTTP-date", skus: 600, seed: 118, quota: { requestsPerSecond: 50, burst: 5, retryAfter: "date" } },
   {
+    name: "bucket-20-date-floor",
+    about: "token bucket 20 req/s, burst 2, Retry-After as an HTTP-date cut to its second (up to 1 s early)",
+    skus: 300,
+    seed: 123,
+    quota: { requestsPerSecond: 20, burst: 2, retryAfter: "date-floor" },
+  },
+  {
     name: "bucket-60-503-bursts",
     about: "token bucket 60 req/s, burst 10; 1% of requests start a burst of 4 × 503 (no Retry-After)",
     skus: 600,

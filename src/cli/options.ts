@@ -96,7 +96,12 @@ export const COMMANDS: CommandDef[] = [
       { name: "quota-rps", type: "string", arg: "N", help: "per-workspace quota in requests/s, answered with 429 + Retry-After (default: none)" },
       { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
       { name: "quota-window", type: "string", arg: "N/S", help: "fixed-window quota instead: N requests per window of S seconds, e.g. 300/10" },
-      { name: "quota-retry-after", type: "string", arg: "FORM", help: "quota 429s name their wait as seconds (default), date (HTTP-date) or none" },
+      {
+        name: "quota-retry-after",
+        type: "string",
+        arg: "FORM",
+        help: "quota 429s name their wait as seconds (default), date (HTTP-date rounded up), date-floor (HTTP-date cut to its second: up to 1 s early) or none",
+      },
       { name: "latency-ms", type: "string", arg: "MS", help: "delay every API response by MS after the quota's decision (default 0)" },
       { name: "latency-jitter-ms", type: "string", arg: "MS", help: "vary that delay uniformly by ± MS, seeded (default 0)" },
       { name: "profile", type: "string", arg: "NAME", multiple: true, help: "behave as another server the API document allows (repeatable; see docs/server-variance.md)" },

@@ -41,11 +41,10 @@ export class ConcurrencyLimit {
     return s[Math.floor(s.length / 2)]!;
   }
 
-  /** How far recent round trips spread (ms): the 90th percentile less the shortest. */
+  /** How far recent round trips spread (ms): the longest less the shortest (a busy machine's stalls included). */
   get spreadMs(): number {
     if (!this.rtts.length) return 0;
-    const s = [...this.rtts].sort((a, b) => a - b);
-    return s[Math.floor(s.length * 0.9)]! - s[0]!;
+    return Math.max(...this.rtts) - Math.min(...this.rtts);
   }
 
   /** The shortest recent round trip (ms): the distance to the server, without the stalls of a busy process. */

@@ -148,6 +148,8 @@ export class RateControl {
   private readonly evidence = new BucketEvidence();
   /** Jitter of the round trips (ms), for the noise of the evidence's replay. */
   jitterMs = 0;
+  /** False once a 429 came at a rate the evidence put within the quota. */
+  private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
   private evidenceFits = false;
   /** The span (high ÷ low) when the last probe at the evidence's top was set. */
@@ -273,6 +275,8 @@ export class RateControl {
     if (rate <= this.low * (1 + HOLD_MARGIN)) {
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
       this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
+      // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
+      if (this.evidenceFits) this.evidenceTrusted = false;
     }
     this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
     this.learnFromEvidence(rate);
@@ -303,6 +307,10 @@ export class RateControl {
    * none fits (a window, a quota that changed, noise beyond ours) the count bounds stand alone.
    */
   private learnFromEvidence(rateDrewIt: number): void {
+    if (!this.evidenceTrusted) {
+      this.evidenceFits = false;
+      return;
+    }
     const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.jitterMs / 2)) / 1000);
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;

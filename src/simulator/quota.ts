@@ -6,9 +6,11 @@
 
 /**
  * How a quota 429 names its wait: `seconds` (delta-seconds, an integer rounded up: the
- * default), `date` (an HTTP-date, 1 s granularity, rounded up) or `none` (no Retry-After).
+ * default), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
+ * moment cut to its second, as `new Date(ms).toUTCString()` writes it: up to a second before the
+ * quota admits again) or `none` (no Retry-After).
  */
-export const RETRY_AFTER_FORMS = ["seconds", "date", "none"] as const;
+export const RETRY_AFTER_FORMS = ["seconds", "date", "date-floor", "none"] as const;
 export type RetryAfterForm = (typeof RETRY_AFTER_FORMS)[number];
 
 export interface TokenBucketOptions {
@@ -122,7 +124,8 @@ export function createQuota(opts: QuotaOptions, clock?: () => number): Quota {
 /**
  * The Retry-After header value a quota refusal carries, decided at `nowMs` (epoch ms), or
  * null for none. The date form rounds the moment up to the next whole second (HTTP-dates
- * have no finer grain), so the date a client reads is never before the quota admits again;
+ * have no finer grain), so the date a client reads is never before the quota admits again
+ * (`date-floor` cuts it down instead, as a server that formats without rounding does);
  * the ledger then holds clients to that date, parsed from the header as they parse it.
  */
 export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { retryAfterSeconds: number; waitMs: number }, nowMs: number): string | null {
@@ -131,6 +134,9 @@ export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { ret
       return null;
     case "date":
       return new Date(Math.ceil((nowMs + refused.waitMs) / 1000) * 1000).toUTCString();
+    case "date-floor":
+      // The moment, its milliseconds dropped: a server that formats its deadline without rounding.
+      return new Date(nowMs + refused.waitMs).toUTCString();
     default:
       return String(refused.retryAfterSeconds);
   }

@@ -55,7 +55,7 @@ class VirtualClock implements Clock {
   }
 }
 
-export type RetryAfterForm = "seconds" | "date" | "none";
+export type RetryAfterForm = "seconds" | "date" | "date-floor" | "none";
 
 export interface QuotaShape {
   name: string;
@@ -161,6 +161,11 @@ class ModelServer {
     }
     this.throttled++;
     if (this.shape.retryAfter === "none") return { ok: false, status: 429, header: null, until: null };
+    if (this.shape.retryAfter === "date-floor") {
+      // Cut to its second: up to a second before the quota admits again; the client is held to the date named.
+      const until = Math.floor((t + waitMs) / 1000) * 1000;
+      return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
+    }
     if (this.shape.retryAfter === "date") {
       const until = Math.ceil((t + waitMs) / 1000) * 1000;
       return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
@@ -270,6 +275,8 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "window 300/10 s", kind: "window", rate: 300, burst: 10, retryAfter: "seconds", requests: 1500 },
   { name: "window 30/3 s", kind: "window", rate: 30, burst: 3, retryAfter: "seconds", requests: 600 },
   { name: "window 600/60 s date", kind: "window", rate: 600, burst: 60, retryAfter: "date", requests: 2000 },
+  { name: "bucket 2/s burst 2 date-floor", kind: "bucket", rate: 2, burst: 2, retryAfter: "date-floor", requests: 120 },
+  { name: "bucket 50/s burst 5 date-floor", kind: "bucket", rate: 50, burst: 5, retryAfter: "date-floor", requests: 1200 },
   { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
   { name: "bucket 60/s burst 10 503 bursts", kind: "bucket", rate: 60, burst: 10, retryAfter: "seconds", requests: 1300, burst503: { probability: 0.01, length: 3, retryAfterSeconds: null } },
   { name: "bucket 100/s burst 20 100 ms", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 100, jitterMs: 20, requests: 2000 },

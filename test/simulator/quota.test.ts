@@ -91,6 +91,12 @@ describe("quotaRetryAfter: the header a quota 429 carries", () => {
     const exact = quotaRetryAfter("date", { retryAfterSeconds: 1, waitMs: 400 }, Date.UTC(2026, 0, 2, 3, 4, 5, 600))!;
     expect(exact).toBe("Fri, 02 Jan 2026 03:04:06 GMT");
   });
+  it("date-floor: the moment cut to its second, up to a second before the quota admits again", () => {
+    const now = Date.UTC(2026, 0, 2, 3, 4, 5, 600);
+    const ra = quotaRetryAfter("date-floor", refused, now)!;
+    expect(ra).toBe("Fri, 02 Jan 2026 03:04:07 GMT"); // 05.600 + 2.100 = 07.700 → 07
+    expect(retryAfterDeadline(ra, now)!).toBeLessThan(now + refused.waitMs);
+  });
   it("none: no header", () => {
     expect(quotaRetryAfter("none", refused, 0)).toBeNull();
   });
