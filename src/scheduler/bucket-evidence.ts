@@ -24,6 +24,15 @@
 const CYCLES_KEPT = 4;
 /** The rate grid's step (ratio): bounds finer than this are lost in the noise anyway. */
 const GRID_STEP = 1.005;
+/** ...searched first in steps of this, then finely only where a coarse step fits (a 429 costs ~150 coarse tests, not ~1,400). */
+const COARSE_STEP = 1.05;
+/**
+ * A cycle replays at most this many passes: a long hold (minutes at 200 req/s) would otherwise
+ * make each 429's search block the event loop for a second. Beyond it the oldest half is dropped
+ * and the cycle starts at the cut with a bucket anywhere from empty to full, which keeps every
+ * test on the safe side.
+ */
+const MAX_CYCLE_PASSES = 4_000;
 /** Bisection steps for the capacity: a twentieth of a token on a range of 40. */
 const CAPACITY_STEPS = 10;
 /** A request the first 429 may have overtaken on the way (sent at the same millisecond). */
@@ -36,6 +45,8 @@ interface Cycle {
   /** ...and of every request that may have taken a token (503s, requests unanswered at the close). */
   taken: number[];
   closedAt: number | null;
+  /** Cut at `startAt` (MAX_CYCLE_PASSES): the bucket then held anything up to its capacity, not under one token. */
+  truncated: boolean;
 }
 
 interface FirstSegment {
@@ -89,6 +100,7 @@ export class BucketEvidence {
     if (c && at >= c.startAt) {
       c.passes.push(at);
       c.taken.push(at);
+      if (c.passes.length > MAX_CYCLE_PASSES) truncate(c);
     }
   }
 
@@ -119,7 +131,7 @@ export class BucketEvidence {
       this.closed.push(c);
       if (this.closed.length > CYCLES_KEPT) this.closed.shift();
     }
-    this.current = { startAt: at, passes: [], taken: [], closedAt: null };
+    this.current = { startAt: at, passes: [], taken: [], closedAt: null, truncated: false };
   }
 
   /** The least capacity the first segment shows at rate `r` (1 before it closed). */
@@ -136,10 +148,14 @@ export class BucketEvidence {
     // Each step of the grid stands for the rates between it and the next: the tests that a faster
     // refill passes (every pass found a token) at its top, the others at its bottom. A set of rates
     // narrower than a step (exact timings, a long cycle) is then not stepped over.
-    for (let r = from; r <= to; r *= GRID_STEP) {
-      if (!this.consistent(first, r, r * GRID_STEP, noiseAt(r * GRID_STEP))) continue;
-      if (r < low) low = r;
-      high = r * GRID_STEP;
+    const fits = (r: number, step: number) => this.consistent(first, r, r * step, noiseAt(r * step));
+    for (let c = from; c <= to; c *= COARSE_STEP) {
+      if (!fits(c, COARSE_STEP)) continue;
+      for (let r = c; r < c * COARSE_STEP && r <= to; r *= GRID_STEP) {
+        if (!fits(r, GRID_STEP)) continue;
+        if (r < low) low = r;
+        high = r * GRID_STEP;
+      }
     }
     return Number.isFinite(low) ? { low, high } : null;
   }
@@ -154,7 +170,7 @@ export class BucketEvidence {
     const [bLow, bHigh] = capacityRange(first, rHigh, noise);
     if (bLow > bHigh) return false;
     const cycles = this.current ? [...this.closed, this.current] : this.closed;
-    const passesAll = (cap: number) => cycles.every((c) => everyPassHadToken(c.passes, c.startAt, 1 + noise, rHigh, cap, 1 - noise));
+    const passesAll = (cap: number) => cycles.every((c) => everyPassHadToken(c.passes, c.startAt, c.truncated ? cap : 1 + noise, rHigh, cap, 1 - noise));
     if (!passesAll(bHigh)) return false;
     let a = bLow;
     let b = bHigh;
@@ -175,6 +191,16 @@ export class BucketEvidence {
     for (const [t, n] of this.outstanding) if (t < at) for (let i = 0; i < n; i++) out.push(t);
     return out;
   }
+}
+
+/** Drop the oldest half of a cycle's passes (and what it took before them); it starts at the cut. */
+function truncate(c: Cycle): void {
+  // Answers come back out of send order: the cut is the median send time.
+  const cut = [...c.passes].sort((a, b) => a - b)[c.passes.length >> 1]!;
+  c.passes = c.passes.filter((t) => t >= cut);
+  c.taken = c.taken.filter((t) => t >= cut);
+  c.startAt = cut;
+  c.truncated = true;
 }
 
 /**

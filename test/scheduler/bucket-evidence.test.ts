@@ -24,7 +24,7 @@ function bucket(r: number, b: number, transitMs = 1) {
  * Play a run: an unpaced first segment (one request per ms), then after each 429 a pause of
  * `pauseMs` and sends at the next of `rates` until the next 429. Returns the evidence.
  */
-function play(r: number, b: number, rates: number[], pauseMs = 1_050): BucketEvidence {
+function play(r: number, b: number, rates: number[], pauseMs = 1_050, holdBefore: { rate: number; count: number } | null = null): BucketEvidence {
   const ev = new BucketEvidence();
   const admit = bucket(r, b);
   const send = (t: number): boolean => {
@@ -37,10 +37,14 @@ function play(r: number, b: number, rates: number[], pauseMs = 1_050): BucketEvi
   };
   let t = 0;
   while (send(t)) t += 1;
-  for (const rate of rates) {
+  rates.forEach((rate, i) => {
     t += pauseMs;
+    if (holdBefore && i === rates.length - 1) {
+      // A long hold below the rate (no 429), then the last rate straight on.
+      for (let k = 0; k < holdBefore.count; k++, t += 1000 / holdBefore.rate) send(t);
+    }
     while (send(t)) t += 1000 / rate;
-  }
+  });
   return ev;
 }
 
@@ -71,6 +75,13 @@ describe("bucket evidence", () => {
       expect(got!.low, `${r}/${b}`).toBeLessThanOrEqual(r);
       expect(got!.high, `${r}/${b}`).toBeGreaterThanOrEqual(r);
     }
+  });
+
+  it("a cycle longer than the replay keeps (a hold of 10,000 requests) is cut, and the rates that fit still contain the bucket's", () => {
+    const got = play(40, 10, [80, 44], 1_050, { rate: 39, count: 10_000 }).bounds(0.5, 45, noise);
+    expect(got).not.toBeNull();
+    expect(got!.low).toBeLessThanOrEqual(40);
+    expect(got!.high).toBeGreaterThanOrEqual(40);
   });
 
   it("the least capacity the first segment shows at the bucket's rate is at most its capacity", () => {
