@@ -3,6 +3,7 @@
  * the adaptive send rate keeps 429s rare, every Retry-After is honoured, and the mirror
  * ends equal to ground truth. A reduced form of issue 3's "done when" (2,000 SKUs at
  * 50 requests/s), which takes 80 s by construction; this one sends ~600 requests.
+ * And a fixed window (100 requests per 3 s): its allowance goes out as each window opens.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -48,6 +49,37 @@ describe("workspace quota", () => {
     try {
       const run = d.prepare("SELECT status, requests, responses_429 FROM sync_runs ORDER BY id DESC LIMIT 1").get();
       expect(run).toEqual({ status: "succeeded", requests: stats.requests, responses_429: r429 });
+    } finally {
+      d.close();
+    }
+  });
+});
+
+describe("workspace quota as a fixed window", () => {
+  let win: RunningSimulator;
+  beforeAll(async () => {
+    win = await startSimulator({ seed: 14, skus: 150, apiKey: KEY, quota: { kind: "fixed-window", requests: 100, windowSeconds: 3 } });
+  });
+  afterAll(async () => {
+    await win?.close();
+  });
+
+  it("a full sync under 100 requests per 3 s window ends equal to ground truth; the scheduler takes the window for one (its journal says so), no Retry-After violated, about one 429 per window", async () => {
+    const db = join(dir, "window.db");
+    win.resetStats();
+    const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: win.baseUrl, INVENTORY_DB: db } });
+    const stats = win.stats();
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(db, win.groundTruth())).toEqual([]);
+    expect(stats.retryAfterViolations).toEqual([]);
+    const windows = Math.ceil(stats.requests / 100);
+    // The first window's 429s are the requests in flight when it closed (4 on loopback); then one per window at most.
+    expect(stats.rateLimited).toBeGreaterThan(0);
+    expect(stats.rateLimited).toBeLessThanOrEqual(windows + 4);
+    const d = new Database(db, { readonly: true });
+    try {
+      const rates = d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate'").pluck().all() as string[];
+      expect(rates.some((m) => m.includes("window's allowance goes out at once"))).toBe(true);
     } finally {
       d.close();
     }
