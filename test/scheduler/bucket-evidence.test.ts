@@ -93,23 +93,18 @@ describe("bucket evidence", () => {
   it("a server no token bucket explains (60 passes within 60 ms after a 1 s pause, from 10 at the start) fits no rate below 100 req/s", () => {
     const ev = new BucketEvidence();
     let t = 0;
-    for (let i = 0; i < 10; i++, t++) {
-      ev.sent(t);
-      ev.settled(t, t + 1);
-      ev.passed(t);
-    }
-    ev.sent(t);
-    ev.settled(t, t + 1);
-    ev.closeAt(t);
+    // `n` requests a millisecond apart that pass, then one that draws a 429.
+    const segment = (n: number) => {
+      for (let i = 0; i <= n; i++, t++) {
+        ev.sent(t);
+        ev.settled(t, t + 1);
+        if (i < n) ev.passed(t);
+        else ev.closeAt(t);
+      }
+    };
+    segment(10);
     t += 1_000;
-    for (let i = 0; i < 60; i++, t++) {
-      ev.sent(t);
-      ev.settled(t, t + 1);
-      ev.passed(t);
-    }
-    ev.sent(t);
-    ev.settled(t, t + 1);
-    ev.closeAt(t);
+    segment(60);
     expect(ev.bounds(0.5, 100, noise)).toBeNull();
   });
 });
