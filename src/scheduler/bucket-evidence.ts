@@ -55,12 +55,6 @@ interface FirstSegment {
   closedAt: number;
   /** Passes sent before the closing 429, and requests sent before it still unanswered then. */
   before: number;
-  /**
-   * How much shorter the segment may have been at the server than between our sends: the
-   * spread of its round trips. A cold process (ours and the server's) answers its first
-   * requests tens of milliseconds late, and a 109 ms first segment was under 80 at the server.
-   */
-  shorterMs: number;
 }
 
 export interface RateBounds {
@@ -70,8 +64,6 @@ export interface RateBounds {
 
 export class BucketEvidence {
   private runStartAt: number | null = null;
-  /** Round trips of the first segment's answers: shortest and longest (ms). */
-  private firstRtt = { min: Infinity, max: 0 };
   private firstPasses: number[] = [];
   private first: FirstSegment | null = null;
   private current: Cycle | null = null;
@@ -84,11 +76,7 @@ export class BucketEvidence {
   }
 
   /** The request sent at `at` was answered (whatever the answer). */
-  settled(at: number, answeredAt: number): void {
-    if (!this.first) {
-      this.firstRtt.min = Math.min(this.firstRtt.min, answeredAt - at);
-      this.firstRtt.max = Math.max(this.firstRtt.max, answeredAt - at);
-    }
+  settled(at: number): void {
     const n = this.outstanding.get(at) ?? 0;
     if (n > 1) this.outstanding.set(at, n - 1);
     else this.outstanding.delete(at);
@@ -120,8 +108,7 @@ export class BucketEvidence {
     const pending = this.pendingBefore(at);
     if (!this.first && this.runStartAt !== null) {
       const passes = this.firstPasses.filter((t) => t <= at).sort((a, b) => a - b);
-      const shorterMs = Number.isFinite(this.firstRtt.min) ? this.firstRtt.max - this.firstRtt.min : 0;
-      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length, shorterMs };
+      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length };
     }
     const c = this.current;
     if (c) {

@@ -213,8 +213,8 @@ export class RateControl {
   }
 
   /** The request sent at `sentAt` was answered (whatever the answer). */
-  settled(sentAt: number, answeredAt: number): void {
-    this.evidence.settled(sentAt, answeredAt);
+  settled(sentAt: number): void {
+    this.evidence.settled(sentAt);
   }
 
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */

@@ -234,13 +234,13 @@ export class RequestScheduler {
       };
       try {
         const result = await attempt(onStatus);
-        this.control.settled(sentAt, this.clock.now());
+        this.control.settled(sentAt);
         this.reached();
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
       } catch (err) {
-        this.control.settled(sentAt, this.clock.now());
+        this.control.settled(sentAt);
         if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") {

@@ -30,7 +30,7 @@ function play(r: number, b: number, rates: number[], pauseMs = 1_050, holdBefore
   const send = (t: number): boolean => {
     ev.sent(t);
     const ok = admit(t);
-    ev.settled(t, t + 2);
+    ev.settled(t);
     if (ok) ev.passed(t);
     else ev.closeAt(t);
     return ok;
@@ -97,7 +97,7 @@ describe("bucket evidence", () => {
     const segment = (n: number) => {
       for (let i = 0; i <= n; i++, t++) {
         ev.sent(t);
-        ev.settled(t, t + 1);
+        ev.settled(t);
         if (i < n) ev.passed(t);
         else ev.closeAt(t);
       }
