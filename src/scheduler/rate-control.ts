@@ -122,6 +122,16 @@ export interface QuotaBounds {
   burstHigh: number;
 }
 
+/** What the rate control reads of the round trips (concurrency.ts measures them). */
+export interface RoundTrips {
+  /** The median round trip (ms). */
+  readonly latencyMs: number;
+  /** Longest less shortest recent round trip (ms): the jitter of a busy machine included. */
+  readonly spreadMs: number;
+}
+
+const NO_ROUND_TRIPS: RoundTrips = { latencyMs: 0, spreadMs: 0 };
+
 export class RateControl {
   private setting: RateSetting = { rate: null, burst: 1, carry: 0, phase: "unpaced" };
   private low = 0;
@@ -146,8 +156,6 @@ export class RateControl {
   private spentAtRate = 0;
   /** What the requests showed about the quota as a token bucket (bucket-evidence.ts). */
   private readonly evidence = new BucketEvidence();
-  /** Jitter of the round trips (ms), for the noise of the evidence's replay. */
-  jitterMs = 0;
   /** False once a 429 came at a rate the evidence put within the quota. */
   private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
@@ -156,10 +164,18 @@ export class RateControl {
   private evidenceSpan = Infinity;
   /** The rate in force is a probe at the evidence's top. */
   private evidenceProbe = false;
-  /** The median round trip (ms). */
-  latencyMs = 0;
+  /** Requests granted since the last pause ended, and the window's allowance (phase "window"). */
+  private grantsInSegment = 0;
+  private allowance = Infinity;
+  /** The last window end a 429 named, windows we paused out on our own since, and the window's length once two ends are known. */
+  private windowEnd: number | null = null;
+  private windowsSince = 0;
+  private windowMs: number | null = null;
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
   private stalledAtRate = false;
+
+  /** `roundTrips`: the ramp waits a round trip per step, and the evidence counts their jitter as noise. */
+  constructor(private readonly roundTrips: RoundTrips = NO_ROUND_TRIPS) {}
 
   get current(): RateSetting {
     return this.setting;
@@ -168,19 +184,12 @@ export class RateControl {
     return { low: this.low, high: this.high, burstLow: this.burstLow, burstHigh: this.burstHigh };
   }
 
-  /** Requests granted since the last pause ended, and the window's allowance (phase "window"). */
-  private grantsInSegment = 0;
-  private allowance = Infinity;
-  /** The last window end a 429 named, windows we paused out on our own since, and the window's length once two ends are known. */
-  private windowEnd: number | null = null;
-  private windowsSince = 0;
-  private windowMs: number | null = null;
-
   /**
-   * In phase "window" with the allowance granted and the window's length known: when the next
-   * window opens (epoch ms), counted as reached. Null: send one request to find out.
+   * In phase "window" with the allowance granted and the window's length known: move on to the
+   * next window and say when it opens (epoch ms); its allowance starts afresh. Null: the length is
+   * not known yet, and one request at a time finds the window's end.
    */
-  nextWindowAt(): number | null {
+  enterNextWindow(): number | null {
     if (!this.windowSpent || this.windowEnd === null || this.windowMs === null) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
@@ -311,7 +320,7 @@ export class RateControl {
       this.evidenceFits = false;
       return;
     }
-    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.jitterMs / 2)) / 1000);
+    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.roundTrips.spreadMs / 2)) / 1000);
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
     if (!b) return;
@@ -338,7 +347,7 @@ export class RateControl {
     if (s.phase === "ramp" && s.rate !== null) {
       const elapsed = now - this.grownAt;
       // A step waits for the answers to the last one: 100 ms away, a step of 250 ms doubled again before a 429 could say the rate was too much.
-      if (elapsed >= Math.max(RAMP_STEP_MS + this.latencyMs, (RAMP_STEP_SENDS / s.rate) * 1000)) {
+      if (elapsed >= Math.max(RAMP_STEP_MS + this.roundTrips.latencyMs, (RAMP_STEP_SENDS / s.rate) * 1000)) {
         // Grow only a rate we really send at: one the in-flight limit or the work holds back says nothing when it draws no 429.
         const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000) - 1;
         this.grownAt = now;

@@ -176,7 +176,7 @@ export class RequestScheduler {
   /** Set once the server is found unreachable: every request from then on fails with it. */
   private unreachable: ApiError | null = null;
   private pausedUntilMs = 0;
-  private readonly control = new RateControl();
+  private readonly control: RateControl;
   private readonly concurrency: ConcurrencyLimit;
   private pacer: Pacer | null = null;
   /** When the current 429 episode began (its first 429 was read). */
@@ -196,6 +196,7 @@ export class RequestScheduler {
     this.clock = opts.clock ?? realClock;
     this.random = opts.random ?? Math.random;
     this.concurrency = new ConcurrencyLimit(MIN_IN_FLIGHT, opts.concurrency);
+    this.control = new RateControl(this.concurrency);
     if (opts.pausedUntil) this.pausedUntilMs = opts.pausedUntil;
     this.applyRate(this.clock.now());
   }
@@ -361,7 +362,6 @@ export class RequestScheduler {
     // and the burst over the few milliseconds it took would read as a rate the quota never had.
     this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
     const before = this.control.current;
-    this.control.jitterMs = this.concurrency.spreadMs;
     this.control.throttled(sentAt, now, this.episodeAccepted, waitMs);
     this.rateChanged(before, now);
     this.pacer?.empty(now);
@@ -512,12 +512,11 @@ export class RequestScheduler {
         return this.arm(this.pausedUntilMs);
       }
       const before = this.control.current;
-      this.control.latencyMs = this.concurrency.latencyMs;
       if (this.opts.adaptive !== false && this.control.tick(now)) this.rateChanged(before, now);
       if (this.inFlight >= this.inFlightLimit || this.holds > 0) return;
       if (this.control.windowSpent) {
         // The window's allowance is out: wait for the next window when its length is known, else find its end with one request.
-        const opens = this.control.nextWindowAt();
+        const opens = this.control.enterNextWindow();
         if (opens !== null) {
           this.pauseUntil(opens + RETRY_AFTER_MARGIN_MS);
           continue;
