@@ -72,6 +72,8 @@ export interface QuotaShape {
   burst503?: { probability: number; length: number; retryAfterSeconds: number | null };
   /** Requests the workload needs (answered 2xx). */
   requests: number;
+  /** Tokens in the bucket when the run starts (default: full). Fewer: a quota another client of the workspace, or the run before, just used. */
+  startTokens?: number;
 }
 
 export interface ShapeResult {
@@ -124,7 +126,7 @@ class ModelServer {
     private readonly random: () => number,
     private readonly stall?: { probability: number; ms: number },
   ) {
-    this.tokens = shape.burst;
+    this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
     this.windowStart = clock.now();
   }
@@ -277,6 +279,8 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "window 600/60 s date", kind: "window", rate: 600, burst: 60, retryAfter: "date", requests: 2000 },
   { name: "bucket 2/s burst 2 date-floor", kind: "bucket", rate: 2, burst: 2, retryAfter: "date-floor", requests: 120 },
   { name: "bucket 50/s burst 5 date-floor", kind: "bucket", rate: 50, burst: 5, retryAfter: "date-floor", requests: 1200 },
+  { name: "bucket 40/s burst 10 drained at start", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300, startTokens: 0 },
+  { name: "bucket 200/s burst 20 20 ms half full", kind: "bucket", rate: 200, burst: 20, retryAfter: "seconds", latencyMs: 20, jitterMs: 5, requests: 3000, startTokens: 10 },
   { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
   { name: "bucket 60/s burst 10 503 bursts", kind: "bucket", rate: 60, burst: 10, retryAfter: "seconds", requests: 1300, burst503: { probability: 0.01, length: 3, retryAfterSeconds: null } },
   { name: "bucket 100/s burst 20 100 ms", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 100, jitterMs: 20, requests: 2000 },
