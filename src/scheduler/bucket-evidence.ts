@@ -83,6 +83,8 @@ export class BucketEvidence {
   }
 
   passed(at: number): void {
+    // A request sent before this evidence began (a run that started over, rate-control.ts) says nothing here.
+    if (this.runStartAt === null || at < this.runStartAt) return;
     if (!this.first) this.firstPasses.push(at);
     const c = this.current;
     if (c && at >= c.startAt) {

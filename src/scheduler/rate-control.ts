@@ -101,6 +101,8 @@ const CARRY_MIN_BURST_HIGH = 4;
 const WINDOW_MIN_WAIT_MS = 2_000;
 /** ...when the segment it closed passed at least this many: an allowance, not one slow token. */
 const WINDOW_MIN_PASSES = 10;
+/** The evidence after a capacity relearned with no 429 above it yet is searched up to this rate. */
+const MAX_RELEARN_RATE = 10_000;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 
@@ -141,7 +143,18 @@ export class RateControl {
   private firstSentAt: number | null = null;
   /** Passes answered since the run began, and since the current segment (the last pause's end). */
   private passes = 0;
-  private segment: { startAt: number; passes: number; afterPause: boolean } | null = null;
+  private segment: { startAt: number; passes: number; fromFull: boolean } | null = null;
+  /**
+   * The next segment starts from a bucket taken as full: the run's first, or the first after a pause
+   * when the run's first request was already refused (a bucket another client, or the run before,
+   * had emptied: no bucket that started full refuses its first request).
+   */
+  private nextFromFull = true;
+  /** The least rate the cycles alone show (learnFromCycle): sound whatever the capacity, unlike the count bounds that use burstHigh. */
+  private cycleLow = 0;
+  /** The capacity was measured afresh once (relearnCapacity); `relearning` while its unpaced segment is out. */
+  private relearned = false;
+  private relearning = false;
   /** Passes sent since the current 429 episode's first 429 was sent. */
   private cycle: { startAt: number; passes: number } | null = null;
   private sends = 0;
@@ -155,7 +168,7 @@ export class RateControl {
   private passesAtRate = 0;
   private spentAtRate = 0;
   /** What the requests showed about the quota as a token bucket (bucket-evidence.ts). */
-  private readonly evidence = new BucketEvidence();
+  private evidence = new BucketEvidence();
   /** False once a 429 came at a rate the evidence put within the quota. */
   private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
@@ -208,7 +221,10 @@ export class RateControl {
     this.firstSentAt ??= now;
     // The quiet clock starts with the first request at a rate, not at the pause that usually follows setting it.
     if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
-    if (afterPause || !this.segment) this.segment = { startAt: now, passes: 0, afterPause };
+    if (afterPause || !this.segment) {
+      this.segment = { startAt: now, passes: 0, fromFull: this.nextFromFull };
+      this.nextFromFull = false;
+    }
     this.sends++;
     this.evidence.sent(now);
   }
@@ -259,6 +275,7 @@ export class RateControl {
     if (elapsed < COUNT_MIN_MS) return;
     const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
     const low = (c.passes - 1 - noise) / (elapsed / 1000);
+    if (low > this.cycleLow) this.cycleLow = low;
     if (low > this.low) this.low = low;
   }
 
@@ -275,6 +292,12 @@ export class RateControl {
     const rate = this.setting.rate;
     const phase = this.setting.phase;
     this.evidence.closeAt(sentAt);
+    if (phase === "unpaced" && this.passes === 0) return this.startedEmpty();
+    if (phase === "unpaced" && this.relearning) {
+      this.relearning = false;
+      this.learnFromEvidence(Math.min(this.high, MAX_RELEARN_RATE));
+      return this.probe(now);
+    }
     if (phase === "unpaced" || rate === null) {
       this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
       return;
@@ -282,6 +305,7 @@ export class RateControl {
     // The rate in force drew it. (A ramp that doubled just before may owe it to the step before:
     // only then is the bound loose, and the probe narrows it from there.)
     if (rate <= this.low * (1 + HOLD_MARGIN)) {
+      if (!this.relearned) return this.relearnCapacity(rate);
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
       this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
       // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
@@ -290,6 +314,42 @@ export class RateControl {
     this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
     this.learnFromEvidence(rate);
     this.probe(now);
+  }
+
+  /**
+   * The run's first request was refused: the bucket was empty when we started (another client of
+   * the workspace, or the run before, had just used it), and what passed says nothing of its
+   * capacity. Taken as the bound it would be, a drained 40/s burst-10 bucket read as a bucket of one
+   * token and the run drew 30 429s at 1.8x its least time. Stay unpaced: the segment after this pause
+   * starts from what the pause refilled, and counts as the run's first.
+   */
+  private startedEmpty(): void {
+    this.nextFromFull = true;
+    this.burstHigh = Infinity;
+    this.cycle = null;
+    this.evidence = new BucketEvidence();
+  }
+
+  /**
+   * A 429 at a rate we had taken as within the quota: the first time, the likeliest wrong belief is
+   * the capacity the run's first segment showed (a bucket another client had partly used: 1.5 tokens
+   * left of a 40/s burst-10 bucket read as a bucket of 3, every lower bound from counts came out too
+   * high, and the run drew 27 429s at 1.66x its least time). Measure it again: the segment after this
+   * pause goes out unpaced from what the pause refilled, and the rate's bounds keep only what holds
+   * whatever the capacity (the cycles' counts, and the rates that drew a 429). Once a run: a second
+   * such 429 is noise beyond ours (a busy machine's stalls), handled in throttled().
+   */
+  private relearnCapacity(rate: number): void {
+    this.relearned = true;
+    this.relearning = true;
+    this.startedEmpty();
+    this.burstLow = 1;
+    this.low = this.cycleLow;
+    this.high = Math.min(this.high, rate);
+    this.evidenceFits = false;
+    this.evidenceProbe = false;
+    this.evidenceSpan = Infinity;
+    this.setting = { rate: null, burst: 1, carry: 0, phase: "unpaced" };
   }
 
   /**
@@ -457,7 +517,7 @@ export class RateControl {
     const activeS = Math.max(0, sentAt - seg.startAt) / 1000;
     const noise = EDGE_NOISE + (this.high * EDGE_NOISE_MS) / 1000;
     // +1: the 429 may have overtaken one request sent just before it.
-    if (!seg.afterPause && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 1;
+    if (seg.fromFull && !Number.isFinite(this.burstHigh)) this.burstHigh = passed + 1;
     if (Number.isFinite(this.high)) {
       const held = passed - this.high * activeS - noise;
       if (held > this.burstLow) this.burstLow = Math.min(Math.floor(held), this.burstHigh);

@@ -280,6 +280,8 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 2/s burst 2 date-floor", kind: "bucket", rate: 2, burst: 2, retryAfter: "date-floor", requests: 120 },
   { name: "bucket 50/s burst 5 date-floor", kind: "bucket", rate: 50, burst: 5, retryAfter: "date-floor", requests: 1200 },
   { name: "bucket 40/s burst 10 drained at start", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300, startTokens: 0 },
+  { name: "bucket 40/s burst 10 1.5 tokens at start", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300, startTokens: 1.5 },
+  { name: "bucket 10/s burst 100 drained at start", kind: "bucket", rate: 10, burst: 100, retryAfter: "seconds", requests: 600, startTokens: 0 },
   { name: "bucket 200/s burst 20 20 ms half full", kind: "bucket", rate: 200, burst: 20, retryAfter: "seconds", latencyMs: 20, jitterMs: 5, requests: 3000, startTokens: 10 },
   { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
   { name: "bucket 60/s burst 10 503 bursts", kind: "bucket", rate: 60, burst: 10, retryAfter: "seconds", requests: 1300, burst503: { probability: 0.01, length: 3, retryAfterSeconds: null } },
