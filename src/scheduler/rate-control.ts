@@ -184,6 +184,8 @@ export class RateControl {
   private windowEnd: number | null = null;
   private windowsSince = 0;
   private windowMs: number | null = null;
+  /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
+  private sentRates: Array<[number, number | null]> = [];
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
   private stalledAtRate = false;
 
@@ -224,7 +226,9 @@ export class RateControl {
     if (afterPause || !this.segment) {
       this.segment = { startAt: now, passes: 0, fromFull: this.nextFromFull };
       this.nextFromFull = false;
+      this.sentRates = [];
     }
+    if (this.sentRates.at(-1)?.[1] !== this.setting.rate) this.sentRates.push([now, this.setting.rate]);
     this.sends++;
     this.evidence.sent(now);
   }
@@ -302,17 +306,16 @@ export class RateControl {
       this.setRate(Math.max(MIN_RATE, accepted), "ramp", now);
       return;
     }
-    // The rate in force drew it. (A ramp that doubled just before may owe it to the step before:
-    // only then is the bound loose, and the probe narrows it from there.)
-    if (rate <= this.low * (1 + HOLD_MARGIN)) {
-      if (!this.relearned) return this.relearnCapacity(rate);
+    const drewIt = this.rateThatDrew(sentAt, rate);
+    if (drewIt <= this.low * (1 + HOLD_MARGIN)) {
+      if (!this.relearned) return this.relearnCapacity(drewIt);
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
-      this.low = Math.max(MIN_RATE, rate * QUIET_RETRACT);
+      this.low = Math.max(MIN_RATE, drewIt * QUIET_RETRACT);
       // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
       if (this.evidenceFits) this.evidenceTrusted = false;
     }
-    this.high = Math.min(this.high, rate, this.rateCountHigh(sentAt));
-    this.learnFromEvidence(rate);
+    this.high = Math.min(this.high, drewIt, this.rateCountHigh(sentAt));
+    this.learnFromEvidence(drewIt);
     this.probe(now);
   }
 
@@ -469,6 +472,21 @@ export class RateControl {
     if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;
     this.lowAtSet = low;
     this.setRate(mid, "probe", now);
+  }
+
+  /**
+   * The rate that drew a 429 sent at `sentAt`: the fastest we sent at in its segment up to then.
+   * Not the rate in force when it is read: 100 ms away the ramp doubled from 168 to 336 req/s
+   * before the 429 of 168 came back, and the bracket it left was [66, 336] instead of [66, 168].
+   * Nor the rate at its send alone: a bucket emptied by a faster rate just before still refuses.
+   */
+  private rateThatDrew(sentAt: number, current: number): number {
+    let most = 0;
+    for (const [at, r] of this.sentRates) {
+      if (at > sentAt) break;
+      most = Math.max(most, r ?? Infinity);
+    }
+    return most > 0 && Number.isFinite(most) ? most : current;
   }
 
   /**
