@@ -14,7 +14,8 @@
  *   work after its last response (final commit, close) is in. The process wall (spawn to
  *   exit) is reported beside it.
  * - least: the least time the quota allows for the accepted requests, from the first one:
- *   token bucket (accepted − burst) ÷ rate; fixed window (windows the accepted requests
+ *   token bucket (accepted − burst) ÷ rate (less what it held at the first request, when a cell
+ *   starts it part empty); fixed window (windows the accepted requests
  *   need − 1) × window − how far into its window the first request came (the bench sets the
  *   quota afresh just before the sync, so that offset is the CLI's start-up, ~0.3 s).
  *   Latency is not in `least`: a cell behind latency also pays at least one round trip.
@@ -51,6 +52,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
   { name: "bucket-5-no-burst", about: "token bucket 5 req/s, no burst (1)", skus: 60, seed: 112, quota: { requestsPerSecond: 5, burst: 1 } },
   { name: "bucket-100-no-burst", about: "token bucket 100 req/s, no burst (1)", skus: 1000, seed: 122, quota: { requestsPerSecond: 100, burst: 1 } },
   { name: "bucket-40-burst-10", about: "token bucket 40 req/s, burst 10, Retry-After whole seconds", skus: 600, seed: 113, quota: { requestsPerSecond: 40, burst: 10 } },
+  {
+    name: "bucket-40-burst-10-drained",
+    about: "token bucket 40 req/s, burst 10, empty when the sync's first request comes (another client, or the run before, just used it)",
+    skus: 600,
+    seed: 124,
+    quota: { requestsPerSecond: 40, burst: 10, startTokens: 0 },
+  },
   { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
   { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
   { name: "window-300-per-10s", about: "fixed window 300 requests / 10 s", skus: 500, seed: 116, quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } },
@@ -94,7 +102,9 @@ export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429:
 /** The `simulate` flags of a quota. */
 export function quotaFlags(q: QuotaOptions): string[] {
   const shape =
-    q.kind === "fixed-window" ? ["--quota-window", `${q.requests}/${q.windowSeconds}`] : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond)];
+    q.kind === "fixed-window"
+      ? ["--quota-window", `${q.requests}/${q.windowSeconds}`]
+      : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond), ...(q.startTokens === undefined ? [] : ["--quota-start-tokens", String(q.startTokens)])];
   return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : [])];
 }
 
@@ -104,8 +114,9 @@ export function leastMs(q: QuotaOptions, accepted: number, offsetMs: number): nu
     const windows = Math.ceil(accepted / q.requests);
     return Math.max(0, (windows - 1) * q.windowSeconds * 1000 - (offsetMs % (q.windowSeconds * 1000)));
   }
-  const burst = q.burst ?? Math.max(1, q.requestsPerSecond);
-  return (Math.max(0, accepted - burst) / q.requestsPerSecond) * 1000;
+  // What the bucket held at the first request went out at once; the rest came at its rate.
+  const start = q.startTokens ?? q.burst ?? Math.max(1, q.requestsPerSecond);
+  return (Math.max(0, accepted - start) / q.requestsPerSecond) * 1000;
 }
 
 interface CellStats {

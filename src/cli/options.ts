@@ -95,6 +95,7 @@ export const COMMANDS: CommandDef[] = [
       { name: "workspace-name", type: "string", arg: "NAME", help: "workspace name (default 'Simulated Workspace')" },
       { name: "quota-rps", type: "string", arg: "N", help: "per-workspace quota in requests/s, answered with 429 + Retry-After (default: none)" },
       { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
+      { name: "quota-start-tokens", type: "string", arg: "N", help: "tokens in the bucket when the first request comes (default: full; 0 = just emptied by another client)" },
       { name: "quota-window", type: "string", arg: "N/S", help: "fixed-window quota instead: N requests per window of S seconds, e.g. 300/10" },
       {
         name: "quota-retry-after",

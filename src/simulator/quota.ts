@@ -18,6 +18,11 @@ export interface TokenBucketOptions {
   requestsPerSecond: number;
   /** Bucket size; default max(1, requestsPerSecond). */
   burst?: number;
+  /**
+   * Tokens the bucket holds when the first request after the quota was set arrives (default: the
+   * burst, full). Fewer: a quota another client of the workspace, or the run before, just used.
+   */
+  startTokens?: number;
   retryAfter?: RetryAfterForm;
 }
 
@@ -48,6 +53,7 @@ export class TokenBucket implements Quota {
   readonly capacity: number;
   private tokens: number;
   private last: number;
+  private startAtFirstTake: boolean;
 
   constructor(
     opts: TokenBucketOptions,
@@ -58,15 +64,23 @@ export class TokenBucket implements Quota {
     }
     const burst = opts.burst ?? Math.max(1, opts.requestsPerSecond);
     if (!(burst >= 1) || !Number.isFinite(burst)) throw new RangeError(`burst must be >= 1, got ${opts.burst}`);
+    const start = opts.startTokens ?? burst;
+    if (!(start >= 0 && start <= burst)) throw new RangeError(`startTokens must be between 0 and the burst (${burst}), got ${opts.startTokens}`);
     this.rate = opts.requestsPerSecond;
     this.capacity = burst;
-    this.tokens = burst;
+    this.tokens = start;
     this.last = clock();
+    this.startAtFirstTake = opts.startTokens !== undefined;
   }
 
   /** Take one token, or say when one will be available. */
   take(): TakeResult {
     const now = this.clock();
+    if (this.startAtFirstTake) {
+      // The start level holds at the first request, whenever it comes (a client's start-up refills nothing).
+      this.startAtFirstTake = false;
+      this.last = now;
+    }
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.rate);
     this.last = now;
     if (this.tokens >= 1) {

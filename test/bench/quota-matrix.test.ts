@@ -12,6 +12,10 @@ describe("leastMs", () => {
     expect(leastMs({ requestsPerSecond: 5, burst: 1 }, 126, 999)).toBe(25_000);
     expect(leastMs({ requestsPerSecond: 100 }, 50, 0)).toBe(0); // default burst = rate
   });
+  it("token bucket part empty at the first request: (accepted − what it held) ÷ rate", () => {
+    expect(leastMs({ requestsPerSecond: 40, burst: 10, startTokens: 0 }, 1230, 0)).toBe(30_750);
+    expect(leastMs({ requestsPerSecond: 40, burst: 10, startTokens: 2 }, 1230, 0)).toBe(30_700);
+  });
   it("fixed window: (windows needed − 1) × window, less how far into its window the first request came", () => {
     const q = { kind: "fixed-window", requests: 300, windowSeconds: 10 } as const;
     expect(leastMs(q, 300, 0)).toBe(0);
@@ -38,12 +42,14 @@ describe("the cells", () => {
   it("start their simulator with the quota's own flags", () => {
     expect(quotaFlags({ requestsPerSecond: 30, burst: 5, retryAfter: "none" })).toEqual(["--quota-rps", "30", "--quota-burst", "5", "--quota-retry-after", "none"]);
     expect(quotaFlags({ kind: "fixed-window", requests: 300, windowSeconds: 10 })).toEqual(["--quota-window", "300/10"]);
+    expect(quotaFlags({ requestsPerSecond: 40, burst: 10, startTokens: 0 })).toEqual(["--quota-rps", "40", "--quota-burst", "10", "--quota-start-tokens", "0"]);
   });
   it("cover the shapes of issue 10 §2, each name once", () => {
     const names = QUOTA_CELLS.map((c) => c.name);
     expect(new Set(names).size).toBe(names.length);
     const buckets = QUOTA_CELLS.flatMap((c) => (c.quota.kind === "fixed-window" ? [] : [c.quota]));
     expect(buckets.some((q) => q.burst === 1)).toBe(true); // no burst
+    expect(buckets.some((q) => q.startTokens === 0)).toBe(true); // emptied before the run
     expect(buckets.some((q) => q.burst === q.requestsPerSecond && q.requestsPerSecond >= 100)).toBe(true); // burst = rate
     expect(QUOTA_CELLS.some((c) => c.quota.kind === "fixed-window")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none")).toBe(true);

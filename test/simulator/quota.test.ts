@@ -49,6 +49,25 @@ describe("TokenBucket with no burst (fake clock)", () => {
   });
 });
 
+describe("TokenBucket part empty at the first request (fake clock)", () => {
+  it("holds startTokens when the first request comes, however long after the quota was set, then refills at its rate", () => {
+    let now = 0;
+    const b = new TokenBucket({ requestsPerSecond: 40, burst: 10, startTokens: 0 }, () => now);
+    now = 5_000; // a client's start-up: nothing refilled meanwhile
+    expect(b.take().ok).toBe(false);
+    now += 25; // one token at 40/s
+    expect(b.take().ok).toBe(true);
+    expect(b.take().ok).toBe(false);
+    now += 1_000; // full again, capped at the burst
+    for (let i = 0; i < 10; i++) expect(b.take().ok).toBe(true);
+    expect(b.take().ok).toBe(false);
+  });
+  it("refuses a start level outside 0..burst", () => {
+    expect(() => new TokenBucket({ requestsPerSecond: 40, burst: 10, startTokens: 11 })).toThrow(RangeError);
+    expect(() => new TokenBucket({ requestsPerSecond: 40, burst: 10, startTokens: -1 })).toThrow(RangeError);
+  });
+});
+
 describe("FixedWindow (fake clock)", () => {
   it("admits N per window aligned to the quota's start, and points a refusal at the window's end", () => {
     let now = 5_000;

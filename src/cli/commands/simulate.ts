@@ -61,7 +61,13 @@ export default async function simulate(v: CliValues): Promise<number> {
   const rps = num(v["quota-rps"], "quota-rps");
   if (rps !== undefined) {
     const burst = num(v["quota-burst"], "quota-burst");
-    opts.quota = burst === undefined ? { requestsPerSecond: rps } : { requestsPerSecond: rps, burst };
+    const startTokens = v["quota-start-tokens"] === undefined ? undefined : Number(v["quota-start-tokens"]);
+    if (startTokens !== undefined && !(startTokens >= 0 && startTokens <= (burst ?? Math.max(1, rps)))) {
+      throw new ConfigError(`--quota-start-tokens: expected a number from 0 to the burst, got "${String(v["quota-start-tokens"])}"`);
+    }
+    opts.quota = { requestsPerSecond: rps, ...(burst === undefined ? {} : { burst }), ...(startTokens === undefined ? {} : { startTokens }) };
+  } else if (v["quota-start-tokens"] !== undefined) {
+    throw new ConfigError("--quota-start-tokens needs a token bucket (--quota-rps)");
   }
   applyQuotaShape(opts, v);
   const faults = (v.fault as string[] | undefined) ?? [];
