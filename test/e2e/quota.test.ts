@@ -73,13 +73,20 @@ describe("workspace quota as a fixed window", () => {
   it("a full sync under 100 requests per 3 s window ends equal to ground truth; the scheduler takes the window for one (its journal says so), no Retry-After violated, at most one 429 per window beyond the first window's in-flight ones", async () => {
     const { db, stats } = await fullSync(win, "window.db");
     const windows = Math.ceil(stats.requests / 100);
-    // The first window's 429s are the requests in flight when it closed (4 on loopback); then one per window at most.
     expect(stats.rateLimited).toBeGreaterThan(0);
-    expect(stats.rateLimited).toBeLessThanOrEqual(windows + 4);
     const d = new Database(db, { readonly: true });
     try {
       const rates = d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate'").pluck().all() as string[];
       expect(rates.some((m) => m.includes("window's allowance goes out at once"))).toBe(true);
+      // The first window's 429s are the requests in flight when it closed: they come back before its pause ends
+      // (how many depends on the in-flight limit, which follows the measured round trips: 4 on a quiet loopback,
+      // more on a loaded machine). Beyond them, at most one 429 per window.
+      const backoffs = d.prepare("SELECT at, wait_ms AS waitMs FROM sync_journal WHERE kind = 'backoff' AND status = 429 ORDER BY id").all() as Array<{ at: string; waitMs: number }>;
+      expect(backoffs.length).toBe(stats.rateLimited);
+      const firstEnds = Date.parse(backoffs[0]!.at) + backoffs[0]!.waitMs;
+      const inFlightAtFirst = backoffs.filter((b) => Date.parse(b.at) < firstEnds).length;
+      expect(inFlightAtFirst).toBeLessThanOrEqual(16); // the default concurrency ceiling
+      expect(stats.rateLimited - inFlightAtFirst).toBeLessThanOrEqual(windows - 1);
     } finally {
       d.close();
     }
