@@ -4,9 +4,13 @@
  * come from counts over whole seconds rather than from the timing of single requests
  * (single timings on a loaded machine are off by tens of milliseconds; counts are not):
  * - unpaced: until the first 429 we have no rate of our own (the in-flight limit applies).
- *   The passes before it bound the server's burst (`burstHigh`).
+ *   The passes before it bound the server's burst (`burstHigh`). A run whose first request is
+ *   refused met an emptied bucket: the segment after the pause goes out unpaced too and counts
+ *   as the first (startedEmpty); once a run, a 429 below what the counts took as within the quota
+ *   measures the capacity again that way (relearnCapacity).
  * - ramp: no rate has drawn a 429 yet. We start from the rate the server accepted over the
- *   last second and double it every RAMP_STEP_MS; the rate that draws a 429 is `high`.
+ *   last second and double it every RAMP_STEP_MS; the rate that draws a 429 (the fastest sent
+ *   in its segment up to its send: rateThatDrew) is `high`.
  * - probe: the quota's rate lies in [low, high]. We send inside the bounds; a 429 lowers
  *   `high` to the rate that drew it, QUIET_MS without one raises `low` to it, so each
  *   step halves the gap. Once the gap is within TIGHT_SPAN we send just below `low` and
@@ -289,7 +293,11 @@ export class RateControl {
    */
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
     const seg = this.segment;
-    if (waitMs !== null && waitMs >= WINDOW_MIN_WAIT_MS && seg && seg.passes >= WINDOW_MIN_PASSES) return this.windowEnded(seg.passes, now + waitMs);
+    // Once a window, always a window: a 429 naming its end when that end is near (a window opened a
+    // little later than we counted, the end then under 2 s away) is no bucket's token interval. Taken
+    // for one, the run fell back to a ramp from 0.5 req/s in its last window (300 per 10 s: 1.19).
+    const inWindow = this.setting.phase === "window" && waitMs !== null && waitMs > 0;
+    if (seg && waitMs !== null && (inWindow || (waitMs >= WINDOW_MIN_WAIT_MS && seg.passes >= WINDOW_MIN_PASSES))) return this.windowEnded(seg.passes, now + waitMs);
     this.learnFromCycle(sentAt);
     this.learnFromCounts(sentAt);
     this.learnBurst(sentAt);
@@ -363,8 +371,11 @@ export class RateControl {
   private windowEnded(passes: number, end: number): void {
     this.allowance = Number.isFinite(this.allowance) ? Math.max(this.allowance, passes) : passes;
     if (this.windowEnd !== null) {
-      const ms = (end - this.windowEnd) / (this.windowsSince + 1);
-      this.windowMs = ms >= WINDOW_MIN_WAIT_MS ? ms : null;
+      // How many windows lie between the two ends: counted while the length is unknown (one, or the ones
+      // paused out), then by the length known (a 429 early in a window names the end of the one before).
+      const gap = end - this.windowEnd;
+      const windows = this.windowMs === null ? this.windowsSince + 1 : Math.round(gap / this.windowMs);
+      if (windows >= 1) this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
     }
     this.windowEnd = end;
     this.windowsSince = 0;

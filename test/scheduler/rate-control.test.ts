@@ -33,4 +33,26 @@ describe("rate control", () => {
     expect(c.current.rate).toBeGreaterThanOrEqual(50);
     expect(c.current.carry).toBeGreaterThan(0);
   });
+
+  it("once a window, a 429 naming an end under 2 s away is still a window's end, not a bucket's token (no ramp from scratch)", () => {
+    const c = new RateControl();
+    let t = 1_000_000;
+    // The first window: 300 passed, then a 429 naming its end 7 s away.
+    for (let i = 0; i < 300; i++) {
+      c.sent(t, false);
+      c.passed(t);
+    }
+    c.sent(t + 5, false);
+    c.throttled(t + 5, t + 6, 300, 7_000);
+    expect(c.current.phase).toBe("window");
+    // The next window opens; its allowance goes out, and a 429 names an end 400 ms away.
+    t += 7_100;
+    for (let i = 0; i < 300; i++) {
+      c.sent(t, i === 0);
+      c.passed(t);
+    }
+    c.sent(t + 5, false);
+    c.throttled(t + 5, t + 6, 300, 400);
+    expect(c.current).toMatchObject({ phase: "window", rate: null });
+  });
 });
