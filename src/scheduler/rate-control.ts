@@ -188,6 +188,8 @@ export class RateControl {
   private windowEnd: number | null = null;
   private windowsSince = 0;
   private windowMs: number | null = null;
+  /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
+  private rampFloor = 0;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
   private sentRates: Array<[number, number | null]> = [];
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
@@ -323,6 +325,7 @@ export class RateControl {
       if (this.evidenceFits) this.evidenceTrusted = false;
     }
     this.high = Math.min(this.high, drewIt, this.rateCountHigh(sentAt));
+    if (phase === "ramp") this.rampFloor = drewIt / RAMP_FACTOR;
     this.learnFromEvidence(drewIt);
     this.probe(now);
   }
@@ -477,7 +480,12 @@ export class RateControl {
       this.setRate(this.high, "probe", now);
       return;
     }
-    const mid = span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2;
+    // The first probe after the ramp goes no lower than the ramp's step before the one that drew the 429
+    // (TCP's ssthresh, half the window that lost): that step went a whole step without one. Unless the
+    // bounds put that step above the quota too (its drain was still under way when the next began).
+    const floor = this.rampFloor < this.high ? this.rampFloor : 0;
+    const mid = Math.max(span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2, floor);
+    this.rampFloor = 0;
     // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
     if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
     if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;

@@ -54,6 +54,15 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.ratio).toBeLessThan(1.35);
   });
 
+  it("after the ramp's 429 the first probe starts from the ramp's step before it (TCP's ssthresh), not from the middle of weak bounds", async () => {
+    // 5/s without burst: the ramp's 8 req/s drew the 429 after 4 req/s went a whole step without one; the
+    // bounds from counts were [0.7, 8], whose middle (2.4 req/s) took 8 s of quiet verdicts to climb from.
+    const r = await runShape(QUOTA_MATRIX.find((s) => s.name === "bucket 5/s burst 1")!);
+    const firstProbe = r.events.find(({ e }) => e.type === "rate" && e.phase === "probe")!.e as { requestsPerSecond: number };
+    expect(firstProbe.requestsPerSecond).toBeGreaterThanOrEqual(4);
+    expect(r.ratio).toBeLessThan(1.12);
+  });
+
   it("a fixed window's allowance goes out at once as each window opens: within 5% of the least time, and 429s only until the window's length is known", async () => {
     for (const name of ["window 300/10 s", "window 30/3 s", "window 600/60 s date"]) {
       const shape = QUOTA_MATRIX.find((s) => s.name === name)!;
