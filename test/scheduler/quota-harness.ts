@@ -74,6 +74,8 @@ export interface QuotaShape {
   requests: number;
   /** Tokens in the bucket when the run starts (default: full). Fewer: a quota another client of the workspace, or the run before, just used. */
   startTokens?: number;
+  /** Another client of the workspace (the application beside the sidecar) spending the same bucket: its requests per second, Poisson arrivals. */
+  otherClientRps?: number;
 }
 
 export interface ShapeResult {
@@ -92,7 +94,8 @@ export interface ShapeResult {
 
 /** Least time the quota allows for `accepted` requests (the issue's definition). */
 function leastSeconds(shape: QuotaShape, accepted: number): number {
-  if (shape.kind === "bucket") return Math.max(0, accepted - shape.burst) / shape.rate;
+  // With another client on the bucket, what is left of its rate is ours.
+  if (shape.kind === "bucket") return Math.max(0, accepted - (shape.startTokens ?? shape.burst)) / (shape.rate - (shape.otherClientRps ?? 0));
   return (Math.ceil(accepted / shape.rate) - 1) * shape.burst;
 }
 
@@ -113,6 +116,8 @@ class ModelServer {
   private windowStart: number;
   private windowCount = 0;
   private burst503Left = 0;
+  /** When the other client's next request arrives (otherClientRps). */
+  private otherAt: number;
   accepted = 0;
   throttled = 0;
   unavailable = 0;
@@ -129,6 +134,7 @@ class ModelServer {
     this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
     this.windowStart = clock.now();
+    this.otherAt = shape.otherClientRps ? clock.now() + this.otherGap() : Infinity;
   }
 
   async request(): Promise<void> {
@@ -176,9 +182,20 @@ class ModelServer {
     return { ok: false, status: 429, header: String(s), until: t + s * 1000 };
   }
 
+  /** The next gap (ms) between the other client's requests: exponential, mean 1 ÷ its rate. */
+  private otherGap(): number {
+    return (-Math.log(1 - this.random()) / this.shape.otherClientRps!) * 1000;
+  }
+
   /** 0 when admitted, else ms until it would be. */
   private admit(t: number): number {
     if (this.shape.kind === "bucket") {
+      // The other client's requests up to now, each taking a token when there is one.
+      for (; this.otherAt <= t; this.otherAt += this.otherGap()) {
+        this.tokens = Math.min(this.shape.burst, this.tokens + ((this.otherAt - this.last) / 1000) * this.shape.rate);
+        this.last = this.otherAt;
+        if (this.tokens >= 1) this.tokens -= 1;
+      }
       this.tokens = Math.min(this.shape.burst, this.tokens + ((t - this.last) / 1000) * this.shape.rate);
       this.last = t;
       if (this.tokens >= 1) {
@@ -282,6 +299,9 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 40/s burst 10 drained at start", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300, startTokens: 0 },
   { name: "bucket 40/s burst 10 1.5 tokens at start", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300, startTokens: 1.5 },
   { name: "bucket 10/s burst 100 drained at start", kind: "bucket", rate: 10, burst: 100, retryAfter: "seconds", requests: 600, startTokens: 0 },
+  // The application beside the sidecar spending the same workspace quota (its share is not ours: least time at the rate left).
+  { name: "bucket 40/s burst 10 another client 10/s", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1000, otherClientRps: 10 },
+  { name: "bucket 100/s burst 20 100 ms another client 20/s", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 100, jitterMs: 20, requests: 1600, otherClientRps: 20 },
   { name: "bucket 200/s burst 20 20 ms half full", kind: "bucket", rate: 200, burst: 20, retryAfter: "seconds", latencyMs: 20, jitterMs: 5, requests: 3000, startTokens: 10 },
   { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
   { name: "bucket 60/s burst 10 503 bursts", kind: "bucket", rate: 60, burst: 10, retryAfter: "seconds", requests: 1300, burst503: { probability: 0.01, length: 3, retryAfterSeconds: null } },
