@@ -188,6 +188,8 @@ export class RateControl {
   private windowEnd: number | null = null;
   private windowsSince = 0;
   private windowMs: number | null = null;
+  /** When the window in course opened by our prediction (enterNextWindow), until a request sent from then passes; null when confirmed. */
+  private windowUnconfirmed: number | null = null;
   /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
   private rampFloor = 0;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
@@ -214,7 +216,19 @@ export class RateControl {
     if (!this.windowSpent || this.windowEnd === null || this.windowMs === null) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
-    return this.windowEnd + this.windowsSince * this.windowMs;
+    this.windowUnconfirmed = this.windowEnd + this.windowsSince * this.windowMs;
+    return this.windowUnconfirmed;
+  }
+
+  /**
+   * In phase "window": the window in course opened at a moment we predicted from its length, not one a
+   * 429 named, and no request sent in it has passed yet. Whole-second Retry-After puts each end we learn
+   * up to a second late, so a length from two ends can be short by a second; a window taken as open a
+   * little early drew a 429 from every request in flight (4 of a 100-per-3-s window's allowance) where
+   * one request going first draws one.
+   */
+  get windowOpening(): boolean {
+    return this.setting.phase === "window" && this.windowUnconfirmed !== null;
   }
 
   /** In phase "window": this window's allowance is granted; one request at a time finds the window's end. */
@@ -255,6 +269,7 @@ export class RateControl {
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
   passed(sentAt: number): void {
     this.passes++;
+    if (this.windowUnconfirmed !== null && sentAt >= this.windowUnconfirmed) this.windowUnconfirmed = null;
     if (sentAt >= this.rateSetAt) this.passesAtRate++;
     if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
     if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
@@ -374,14 +389,16 @@ export class RateControl {
   private windowEnded(passes: number, end: number): void {
     this.allowance = Number.isFinite(this.allowance) ? Math.max(this.allowance, passes) : passes;
     if (this.windowEnd !== null) {
-      // How many windows lie between the two ends: counted while the length is unknown (one, or the ones
-      // paused out), then by the length known (a 429 early in a window names the end of the one before).
+      // How many windows lie between the two ends: the ones we paused out on our own, and the one whose
+      // allowance this 429 closed. Unless no request passed since we took the window in course as open:
+      // then we took it early, and the 429 names the end of the window before (the length we knew was short).
       const gap = end - this.windowEnd;
-      const windows = this.windowMs === null ? this.windowsSince + 1 : Math.round(gap / this.windowMs);
+      const windows = this.windowUnconfirmed !== null ? this.windowsSince : this.windowsSince + 1;
       if (windows >= 1) this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
     }
     this.windowEnd = end;
     this.windowsSince = 0;
+    this.windowUnconfirmed = null;
     this.grantsInSegment = 0;
     this.setting = { rate: null, burst: 1, carry: 0, phase: "window" };
     this.evidence.invalidate();

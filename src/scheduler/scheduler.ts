@@ -523,6 +523,8 @@ export class RequestScheduler {
         }
         if (this.inFlight > 0) return;
       }
+      // A window we took as open on our own goes one request at a time until one passes (rate-control.ts).
+      if (this.control.windowOpening && this.inFlight > 0) return;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);

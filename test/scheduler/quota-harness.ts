@@ -74,6 +74,8 @@ export interface QuotaShape {
   requests: number;
   /** Tokens in the bucket when the run starts (default: full). Fewer: a quota another client of the workspace, or the run before, just used. */
   startTokens?: number;
+  /** window: how long before the run's start the window in course opened (default 0: it opens as the run starts). */
+  windowPhaseMs?: number;
   /** Another client of the workspace (the application beside the sidecar) spending the same bucket: its requests per second, Poisson arrivals. */
   otherClientRps?: number;
 }
@@ -96,7 +98,8 @@ export interface ShapeResult {
 function leastSeconds(shape: QuotaShape, accepted: number): number {
   // With another client on the bucket, what is left of its rate is ours.
   if (shape.kind === "bucket") return Math.max(0, accepted - (shape.startTokens ?? shape.burst)) / (shape.rate - (shape.otherClientRps ?? 0));
-  return (Math.ceil(accepted / shape.rate) - 1) * shape.burst;
+  // Less how far into its window the run began (the bench's definition).
+  return (Math.ceil(accepted / shape.rate) - 1) * shape.burst - (shape.windowPhaseMs ?? 0) / 1000;
 }
 
 function seeded(seed: number): () => number {
@@ -133,7 +136,7 @@ class ModelServer {
   ) {
     this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
-    this.windowStart = clock.now();
+    this.windowStart = clock.now() - (shape.windowPhaseMs ?? 0);
     this.otherAt = shape.otherClientRps ? clock.now() + this.otherGap() : Infinity;
   }
 
@@ -293,6 +296,8 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 100/s burst 100 date", kind: "bucket", rate: 100, burst: 100, retryAfter: "date", requests: 2000 },
   { name: "window 300/10 s", kind: "window", rate: 300, burst: 10, retryAfter: "seconds", requests: 1500 },
   { name: "window 30/3 s", kind: "window", rate: 30, burst: 3, retryAfter: "seconds", requests: 600 },
+  // Opened 0.9 s before the run: the first two ends, in whole seconds, give a length of 2.1 s for 3 s, and the third window is taken as open early.
+  { name: "window 100/3 s opened before the run", kind: "window", rate: 100, burst: 3, retryAfter: "seconds", requests: 600, windowPhaseMs: 900 },
   { name: "window 600/60 s date", kind: "window", rate: 600, burst: 60, retryAfter: "date", requests: 2000 },
   { name: "bucket 2/s burst 2 date-floor", kind: "bucket", rate: 2, burst: 2, retryAfter: "date-floor", requests: 120 },
   { name: "bucket 50/s burst 5 date-floor", kind: "bucket", rate: 50, burst: 5, retryAfter: "date-floor", requests: 1200 },
