@@ -105,8 +105,6 @@ const CARRY_MIN_BURST_HIGH = 4;
 const WINDOW_MIN_WAIT_MS = 2_000;
 /** ...when the segment it closed passed at least this many: an allowance, not one slow token. */
 const WINDOW_MIN_PASSES = 10;
-/** The evidence after a capacity relearned with no 429 above it yet is searched up to this rate. */
-const MAX_RELEARN_RATE = 10_000;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 
@@ -189,7 +187,7 @@ export class RateControl {
   private windowsSince = 0;
   private windowMs: number | null = null;
   /** When the window in course opened by our prediction (enterNextWindow), until a request sent from then passes; null when confirmed. */
-  private windowUnconfirmed: number | null = null;
+  private predictedOpenAt: number | null = null;
   /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
   private rampFloor = 0;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
@@ -216,8 +214,8 @@ export class RateControl {
     if (!this.windowSpent || this.windowEnd === null || this.windowMs === null) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
-    this.windowUnconfirmed = this.windowEnd + this.windowsSince * this.windowMs;
-    return this.windowUnconfirmed;
+    this.predictedOpenAt = this.windowEnd + this.windowsSince * this.windowMs;
+    return this.predictedOpenAt;
   }
 
   /**
@@ -228,7 +226,7 @@ export class RateControl {
    * one request going first draws one.
    */
   get windowOpening(): boolean {
-    return this.setting.phase === "window" && this.windowUnconfirmed !== null;
+    return this.setting.phase === "window" && this.predictedOpenAt !== null;
   }
 
   /** In phase "window": this window's allowance is granted; one request at a time finds the window's end. */
@@ -269,7 +267,7 @@ export class RateControl {
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
   passed(sentAt: number): void {
     this.passes++;
-    if (this.windowUnconfirmed !== null && sentAt >= this.windowUnconfirmed) this.windowUnconfirmed = null;
+    if (this.predictedOpenAt !== null && sentAt >= this.predictedOpenAt) this.predictedOpenAt = null;
     if (sentAt >= this.rateSetAt) this.passesAtRate++;
     if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
     if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
@@ -323,8 +321,8 @@ export class RateControl {
     this.evidence.closeAt(sentAt);
     if (phase === "unpaced" && this.passes === 0) return this.startedEmpty();
     if (phase === "unpaced" && this.relearning) {
+      // The capacity measured again: probe within the bounds kept (the fresh evidence has no cycle yet).
       this.relearning = false;
-      this.learnFromEvidence(Math.min(this.high, MAX_RELEARN_RATE));
       return this.probe(now);
     }
     if (phase === "unpaced" || rate === null) {
@@ -393,12 +391,12 @@ export class RateControl {
       // allowance this 429 closed. Unless no request passed since we took the window in course as open:
       // then we took it early, and the 429 names the end of the window before (the length we knew was short).
       const gap = end - this.windowEnd;
-      const windows = this.windowUnconfirmed !== null ? this.windowsSince : this.windowsSince + 1;
+      const windows = this.predictedOpenAt !== null ? this.windowsSince : this.windowsSince + 1;
       if (windows >= 1) this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
     }
     this.windowEnd = end;
     this.windowsSince = 0;
-    this.windowUnconfirmed = null;
+    this.predictedOpenAt = null;
     this.grantsInSegment = 0;
     this.setting = { rate: null, burst: 1, carry: 0, phase: "window" };
     this.evidence.invalidate();
@@ -467,6 +465,9 @@ export class RateControl {
 
   /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
   private probe(now: number): void {
+    // The ramp's floor is for the first probe after the ramp only, whichever way it goes.
+    const rampFloor = this.rampFloor;
+    this.rampFloor = 0;
     if (!Number.isFinite(this.high)) {
       // Nothing above: grow from low as the ramp does.
       if (this.setting.phase !== "ramp") this.setRate(Math.max(MIN_RATE, this.low, this.setting.rate ?? 0), "ramp", now);
@@ -500,9 +501,8 @@ export class RateControl {
     // The first probe after the ramp goes no lower than the ramp's step before the one that drew the 429
     // (TCP's ssthresh, half the window that lost): that step went a whole step without one. Unless the
     // bounds put that step above the quota too (its drain was still under way when the next began).
-    const floor = this.rampFloor < this.high ? this.rampFloor : 0;
+    const floor = rampFloor < this.high ? rampFloor : 0;
     const mid = Math.max(span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2, floor);
-    this.rampFloor = 0;
     // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
     if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
     if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;

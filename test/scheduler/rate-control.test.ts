@@ -5,17 +5,22 @@
 import { describe, expect, it } from "vitest";
 import { RateControl } from "../../src/scheduler/rate-control.js";
 
+/** `passes` requests sent at `t` that passed (the first the first after a pause, if `afterPause`), then one sent 5 ms later answered 429. */
+function passesThen429(c: RateControl, t: number, passes: number, opts: { afterPause?: boolean; waitMs?: number | null } = {}): void {
+  for (let i = 0; i < passes; i++) {
+    c.sent(t, i === 0 && opts.afterPause === true);
+    c.passed(t);
+  }
+  c.sent(t + 5, false);
+  c.throttled(t + 5, t + 6, passes, opts.waitMs ?? null);
+}
+
 describe("rate control", () => {
   it("a ramp that grows past 50 req/s gives the pacer its carry (late timers would hold it below the rate it set)", () => {
     const c = new RateControl();
     let t = 1_000_000;
     // The run's first segment: a burst of 20 that passed, then a 429.
-    for (let i = 0; i < 20; i++) {
-      c.sent(t, false);
-      c.passed(t);
-    }
-    c.sent(t + 5, false);
-    c.throttled(t + 5, t + 6, 20);
+    passesThen429(c, t, 20);
     expect(c.current).toMatchObject({ phase: "ramp", rate: 20, carry: 0 });
     // Sending at the ramp's rate every step, no 429: it grows ×1.5 per step.
     t += 1_100;
@@ -38,21 +43,11 @@ describe("rate control", () => {
     const c = new RateControl();
     let t = 1_000_000;
     // The first window: 300 passed, then a 429 naming its end 7 s away.
-    for (let i = 0; i < 300; i++) {
-      c.sent(t, false);
-      c.passed(t);
-    }
-    c.sent(t + 5, false);
-    c.throttled(t + 5, t + 6, 300, 7_000);
+    passesThen429(c, t, 300, { waitMs: 7_000 });
     expect(c.current.phase).toBe("window");
     // The next window opens; its allowance goes out, and a 429 names an end 400 ms away.
     t += 7_100;
-    for (let i = 0; i < 300; i++) {
-      c.sent(t, i === 0);
-      c.passed(t);
-    }
-    c.sent(t + 5, false);
-    c.throttled(t + 5, t + 6, 300, 400);
+    passesThen429(c, t, 300, { afterPause: true, waitMs: 400 });
     expect(c.current).toMatchObject({ phase: "window", rate: null });
   });
 });
