@@ -6,9 +6,9 @@
 import { describe, expect, it } from "vitest";
 import { BucketEvidence } from "../../src/scheduler/bucket-evidence.js";
 
-/** A token bucket (rate r/s, capacity b) that starts full; requests arrive `transitMs` after they are sent. */
-function bucket(r: number, b: number, transitMs = 1) {
-  let tokens = b;
+/** A token bucket (rate r/s, capacity b) that starts full (or with `start` tokens); requests arrive `transitMs` after they are sent. */
+function bucket(r: number, b: number, transitMs = 1, start = b) {
+  let tokens = start;
   let last = 0;
   return (sentAt: number): boolean => {
     const t = sentAt + transitMs;
@@ -88,6 +88,30 @@ describe("bucket evidence", () => {
     const ev = play(40, 10, [80]);
     expect(ev.capacityLow(40, 0.5)).toBeLessThanOrEqual(10);
     expect(ev.capacityLow(40, 0.5)).toBeGreaterThanOrEqual(8);
+  });
+
+  it("a first segment whose first requests went out slowly (a cold process) still shows most of the capacity at a fast rate: the bucket stayed full meanwhile", () => {
+    // 40/s burst 10: four requests 40 ms apart (the workspace check, the first list page), then one per ms until a 429.
+    // Counted without the cap, the 120 ms of the slow start refilled 12 tokens at 104 req/s, and the least capacity was 1.
+    for (const start of [10, 5]) {
+      const ev = new BucketEvidence();
+      const admit = bucket(40, 10, 1, start);
+      let t = 0;
+      for (let i = 0; ; i++) {
+        ev.sent(t);
+        ev.settled(t);
+        if (!admit(t)) {
+          ev.closeAt(t);
+          break;
+        }
+        ev.passed(t);
+        t += i < 3 ? 40 : 1;
+      }
+      // Sound whatever the bucket held at the start: at its rate, at most its capacity...
+      expect(ev.capacityLow(40, 0.5), `start ${start}`).toBeLessThanOrEqual(10);
+      // ...and from a full bucket, most of it at 2.6x its rate (the ramp's step that drew the 429).
+      if (start === 10) expect(ev.capacityLow(104, 0.5)).toBeGreaterThanOrEqual(7);
+    }
   });
 
   it("a server no token bucket explains (60 passes within 60 ms after a 1 s pause, from 10 at the start) fits no rate below 100 req/s", () => {
