@@ -13,8 +13,9 @@
  *   in its segment up to its send: rateThatDrew) is `high`.
  * - probe: the quota's rate lies in [low, high]. We send inside the bounds; a 429 lowers
  *   `high` to the rate that drew it, QUIET_MS without one raises `low` to it, so each
- *   step halves the gap. Once the gap is within TIGHT_SPAN we send just below `low` and
- *   stop probing (hold). A 429 in hold reopens the probe just below the rate that drew it.
+ *   step halves the gap. Once the gap is within TIGHT_SPAN, or worth less over the work left than
+ *   a probe's pause (probeWorthAPause), we send just below `low` and stop probing (hold). A 429 in
+ *   hold reopens the probe just below the rate that drew it.
  * - `low` also rises with what the server demonstrably accepted: passes since the last
  *   pause ended, less the most the bucket could have held then, over the time since.
  * - at each 429 the evidence (bucket-evidence.ts) replays every cycle through a token bucket
@@ -107,6 +108,18 @@ const WINDOW_MIN_WAIT_MS = 2_000;
 const WINDOW_MIN_PASSES = 10;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
+/**
+ * A probe above the quota costs one pause: the Retry-After wait less what the server's bucket
+ * refills meanwhile (its capacity, at the rate). Holding just below `low` costs the gap to the quota
+ * for as long as the run lasts. A probe at the bounds' top goes only while the gap's expected worth
+ * over the horizon exceeds the pause's expected cost (probeWorthAPause). The horizon is the work left
+ * (the requests the caller still expects, at `low`), or when the caller does not say, the run so far
+ * (a run that has gone on for t likely goes on about as long again), at least this long. A 200/s
+ * burst-20 quota bracketed at [195, 207] with 10 s of work left spent a 0.9 s pause on a probe worth 0.4 s.
+ */
+const MIN_HORIZON_MS = 10_000;
+/** ...and a pause costs at least this (a 429 without Retry-After: our own backoff, the in-flight requests). */
+const MIN_PAUSE_COST_MS = 100;
 
 export type RatePhase = "unpaced" | "ramp" | "probe" | "hold" | "window";
 
@@ -143,6 +156,10 @@ export class RateControl {
   private burstLow = 1;
   private burstHigh = Infinity;
   private firstSentAt: number | null = null;
+  /** The last pause every worker took for a 429 (ms). */
+  private lastPauseMs = 1_000;
+  /** Requests the caller still expects to send (expectRemaining), null when it has not said. */
+  private remaining: number | null = null;
   /** Passes answered since the run began, and since the current segment (the last pause's end). */
   private passes = 0;
   private segment: { startAt: number; passes: number; fromFull: boolean } | null = null;
@@ -234,6 +251,11 @@ export class RateControl {
     return this.setting.phase === "window" && this.grantsInSegment >= this.allowance;
   }
 
+  /** The caller expects about `requests` more (null: unknown). Only the worth of a probe reads it (probeWorthAPause). */
+  expectRemaining(requests: number | null): void {
+    this.remaining = requests;
+  }
+
   /** A request went out (granted) at `now`; `afterPause`: the first since a pause ended. */
   sent(now: number, afterPause: boolean): void {
     if (afterPause || !this.segment) this.grantsInSegment = 0;
@@ -256,6 +278,7 @@ export class RateControl {
    * is not a token bucket refilling steadily: the cycle it is in is not replayed.
    */
   pausing(ms: number): void {
+    this.lastPauseMs = ms;
     if (ms > REPLAY_MAX_PAUSE_MS) this.evidence.invalidate();
   }
 
@@ -477,7 +500,7 @@ export class RateControl {
     if (this.low >= this.high) this.high = this.low * (1 + 4 * (TIGHT_SPAN - 1));
     const low = Math.max(MIN_RATE, this.low);
     const span = this.high / low;
-    if (span <= TIGHT_SPAN) {
+    if (span <= TIGHT_SPAN || (this.setting.phase === "hold" && !this.probeWorthAPause(low, now))) {
       // Held until `low` has risen by a margin (counts go on) or a 429 reopens the probe.
       const current = this.setting.rate;
       if (this.setting.phase !== "hold" || current === null || low * (1 - HOLD_MARGIN) > current * (1 + HOLD_MARGIN)) this.setRate(low * (1 - HOLD_MARGIN), "hold", now);
@@ -487,6 +510,7 @@ export class RateControl {
     // An evidence probe keeps its place until its 429 (counts may raise `low` meanwhile, not move it).
     if (this.setting.phase === "probe" && this.evidenceProbe && current !== null) return;
     if (this.evidenceFits && this.evidence.capacityLow(this.high, EDGE_NOISE) >= EVIDENCE_PROBE_MIN_BURST && span <= EVIDENCE_PROBE_SPAN && span < this.evidenceSpan ** 0.5) {
+      if (!this.probeWorthAPause(low, now)) return this.setRate(low * (1 - HOLD_MARGIN), "hold", now);
       // The evidence bounds the quota whatever the capacity: send at its top. Above the quota the
       // server's bucket drains and we lose nothing until its 429, whose cycle then pins the rate
       // (one pause, the same that any step above costs); a step below loses the gap until a quiet
@@ -505,9 +529,23 @@ export class RateControl {
     const mid = Math.max(span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2, floor);
     // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
     if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
-    if (this.setting.phase === "hold" && current !== null && current <= low && low * (1 - HOLD_MARGIN) <= current * (1 + HOLD_MARGIN)) return;
     this.lowAtSet = low;
     this.setRate(mid, "probe", now);
+  }
+
+  /**
+   * A probe at the bounds' top, or holding just below `low`, for the work left (MIN_HORIZON_MS)? The
+   * quota taken anywhere in [low, high], evenly: holding loses the gap to it; the probe loses a pause
+   * if its 429 comes within the horizon, that is when the bucket's capacity drains at what the probe
+   * sends beyond the quota before the run ends (a quota under high − capacity ÷ horizon).
+   */
+  private probeWorthAPause(low: number, now: number): boolean {
+    const high = this.high;
+    const horizonS = (this.remaining !== null ? (this.remaining / low) * 1000 : Math.max(MIN_HORIZON_MS, now - (this.firstSentAt ?? now))) / 1000;
+    const gainS = horizonS * (1 - (low * (1 - HOLD_MARGIN)) / ((low + high) / 2));
+    const drawsOne = Math.min(1, Math.max(0, (high - this.burstLow / horizonS - low) / (high - low)));
+    const pauseS = Math.max(MIN_PAUSE_COST_MS, this.lastPauseMs - (this.burstLow / low) * 1000) / 1000;
+    return gainS > drawsOne * pauseS;
   }
 
   /**

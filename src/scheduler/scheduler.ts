@@ -214,6 +214,11 @@ export class RequestScheduler {
     return this.concurrency.limit(this.currentRate);
   }
 
+  /** The caller expects about `requests` more requests in this run (null: unknown): whether finding the quota more closely is worth a 429's pause. */
+  expectRemaining(requests: number | null): void {
+    this.control.expectRemaining(requests);
+  }
+
   /**
    * Run one logical request: `attempt` is called once per try, inside a concurrency
    * slot, after pause and rate allow it. Retries per RETRY_POLICY.

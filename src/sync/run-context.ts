@@ -125,6 +125,19 @@ function formatSeconds(ms: number): string {
   return s >= 3600 ? `${+(s / 3600).toFixed(2)} h` : s >= 60 ? `${+(s / 60).toFixed(1)} min` : `${+s.toFixed(1)} s`;
 }
 
+/**
+ * After each SKU: about how many requests the run still expects (the SKUs left at this run's
+ * requests per SKU so far), so that the scheduler spends a 429 on finding the quota more closely
+ * only while enough work is left for it to pay back (rate-control.ts, probeWorthAPause).
+ */
+export function reportWorkLeft(ctx: RunContext): void {
+  const { tally, scheduler } = ctx;
+  const settled = tally.fetched + tally.failed;
+  if (tally.total === null || settled === 0) return;
+  const skusLeft = Math.max(0, tally.total - tally.alreadyDone - settled);
+  scheduler.expectRemaining(skusLeft * (scheduler.stats.requests / settled));
+}
+
 /** The progress line (or log line) after each SKU. */
 export function reportProgress(ctx: RunContext): void {
   const { tally, scheduler } = ctx;

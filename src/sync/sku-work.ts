@@ -11,7 +11,7 @@ import { copyId, historyCopies, historyRowKey, type Store } from "../store/store
 import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
 import { fetchDetail, fetchSku, type FetchedSku } from "./walker.js";
 import { failedShare, tooManyFailures } from "./outcome.js";
-import { reportProgress, type RunContext } from "./run-context.js";
+import { reportProgress, reportWorkLeft, type RunContext } from "./run-context.js";
 import type { QueuedSku } from "./sku-feed.js";
 
 /** How one SKU ended in this run. */
@@ -40,6 +40,7 @@ export async function runWorker(ctx: RunContext): Promise<void> {
     const goOn = recordSkuResult(ctx, sku.id, result);
     ctx.feed.release(sku.id, result.kind === "saved");
     reportProgress(ctx);
+    reportWorkLeft(ctx);
     if (!goOn) return;
   }
 }

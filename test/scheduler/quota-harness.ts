@@ -226,6 +226,8 @@ export interface RunOptions {
   seed?: number;
   /** Stalls of a loaded machine: this share of requests reaches the server up to `ms` late. */
   stall?: { probability: number; ms: number };
+  /** The work left told to the scheduler after each request, as the sync does (`requests` left): this many times it (default 1), or nothing (null). */
+  workLeftScale?: number | null;
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
@@ -259,6 +261,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
       next++;
       await scheduler.run("detail", () => server.request(), ac.signal);
       done++;
+      if (opts.workLeftScale !== null) scheduler.expectRemaining((shape.requests - done) * (opts.workLeftScale ?? 1));
       lastDone = clock.now();
     }
   };

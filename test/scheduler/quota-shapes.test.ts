@@ -63,6 +63,22 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.ratio).toBeLessThan(1.12);
   });
 
+  it("a probe at the bounds' top is sent only while the work left pays for its pause: near the end of a run the narrowed bounds are held", async () => {
+    // 200/s burst 20, 20 ms away: the second probe's 429 leaves the quota within 6.1% with about 10 s of work
+    // left. The gap is worth ~0.4 s over it; the top's 429 would cost a 0.9 s pause (1 s less the bucket's
+    // 0.1 s). Told 100 times the work (a long backfill), the same bounds are worth a probe at their top.
+    const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 200/s burst 20 20 ms")!;
+    const phaseAfterNarrowing = (r: Awaited<ReturnType<typeof runShape>>) =>
+      r.events.find(({ e }) => e.type === "rate" && e.fitLow != null && e.fitHigh != null && e.fitHigh / e.fitLow < 1.1)!.e as { phase: string; requestsPerSecond: number; fitHigh: number };
+    const told = await runShape(shape);
+    const long = await runShape(shape, { workLeftScale: 100 });
+    expect(phaseAfterNarrowing(told).phase).toBe("hold");
+    expect(phaseAfterNarrowing(long)).toMatchObject({ phase: "probe" });
+    expect(phaseAfterNarrowing(long).requestsPerSecond).toBeCloseTo(phaseAfterNarrowing(long).fitHigh, 1);
+    expect(told.throttled).toBeLessThan(long.throttled);
+    expect(told.ratio).toBeLessThan(long.ratio);
+  });
+
   it("a fixed window's allowance goes out at once as each window opens: within 5% of the least time, and 429s only until the window's length is known", async () => {
     // A window taken as open early (its length from two whole-second ends short) goes one request first: one 429, not one per request in flight.
     for (const name of ["window 300/10 s", "window 30/3 s", "window 600/60 s date", "window 100/3 s opened before the run"]) {
