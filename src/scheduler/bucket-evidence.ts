@@ -35,6 +35,8 @@ const COARSE_STEP = 1.05;
 const MAX_CYCLE_PASSES = 4_000;
 /** Bisection steps for the capacity: a twentieth of a token on a range of 40. */
 const CAPACITY_STEPS = 10;
+/** Requests granted in one turn of the scheduler go out within this of one another (firstPassedTogether). */
+const TOGETHER_MS = 1;
 /** A request the first 429 may have overtaken on the way (sent at the same millisecond). */
 const OVERTAKEN = 1;
 
@@ -55,6 +57,8 @@ interface FirstSegment {
   closedAt: number;
   /** Passes sent before the closing 429, and requests sent before it still unanswered then. */
   before: number;
+  /** Send times of its other requests: the closing 429, and those unanswered then. */
+  others: number[];
 }
 
 export interface RateBounds {
@@ -110,7 +114,7 @@ export class BucketEvidence {
     const pending = this.pendingBefore(at);
     if (!this.first && this.runStartAt !== null) {
       const passes = this.firstPasses.filter((t) => t <= at).sort((a, b) => a - b);
-      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length };
+      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length, others: [at, ...pending] };
     }
     const c = this.current;
     if (c) {
@@ -121,6 +125,28 @@ export class BucketEvidence {
       if (this.closed.length > CYCLES_KEPT) this.closed.shift();
     }
     this.current = { startAt: at, passes: [], taken: [], closedAt: null, truncated: false };
+  }
+
+  /**
+   * The most passes of the first segment sent within TOGETHER_MS of one another (null before it
+   * closed, or when nothing was sent together): requests granted together reach the server together,
+   * and a bucket of two or more tokens passes two of them.
+   */
+  firstPassedTogether(): number | null {
+    if (!this.first) return null;
+    const sent = [...this.first.passes, ...this.first.others].sort((a, b) => a - b);
+    let together = false;
+    let most = 0;
+    for (let i = 0, j = 0; i < sent.length; i++) {
+      while (sent[i]! - sent[j]! > TOGETHER_MS) j++;
+      if (i > j) together = true;
+    }
+    const passes = this.first.passes;
+    for (let i = 0, j = 0; i < passes.length; i++) {
+      while (passes[i]! - passes[j]! > TOGETHER_MS) j++;
+      most = Math.max(most, i - j + 1);
+    }
+    return together ? most : null;
   }
 
   /** The least capacity the first segment shows at rate `r` (1 before it closed). */

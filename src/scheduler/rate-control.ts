@@ -97,6 +97,20 @@ const CARRY_FROM_RATE = 50;
  */
 const CARRY_MIN_BURST_HIGH = 4;
 /**
+ * Below it (a bucket of one token) each request waits for the answer to the one before and then a
+ * token interval (spacedFromAnswer): the server decided the earlier one before it answered, so the
+ * two decisions are at least that far apart whatever the jitter on the way. Paced by send times
+ * alone, a 100 req/s bucket of one token refused pairs that a stall of either process (145 ms and
+ * 272 ms at most in one run) let out together, and the rate fell to 44 req/s (ratio 2.5).
+ */
+const SPACED_MAX_BURST_HIGH = 3;
+/**
+ * ...while a round trip is at most this share of a token interval: each interval then holds a round
+ * trip too (loopback at 100 req/s: 2-3 ms of 10, 80-85 req/s sent where the pacer alone, refused in
+ * pairs, held 44); 20 ms away it would be 33 req/s, and there the pacer alone is the better bet.
+ */
+const SPACED_MAX_LATENCY_SHARE = 0.5;
+/**
  * A 429 naming a wait this long is not a token bucket's: at any rate from 1 req/s its next
  * token is under a second away (Retry-After 1). It is a window's end (a fixed window, or the
  * oldest request of a sliding one leaving it), and the window then admits its whole allowance
@@ -254,6 +268,23 @@ export class RateControl {
   /** The caller expects about `requests` more (null: unknown). Only the worth of a probe reads it (probeWorthAPause). */
   expectRemaining(requests: number | null): void {
     this.remaining = requests;
+  }
+
+  /**
+   * The server's bucket holds one token: one request in flight, each sent a token interval after the
+   * last answer (SPACED_MAX_BURST_HIGH, SPACED_MAX_LATENCY_SHARE). Either the run's first segment passed one or two, or a cold
+   * process's first requests trickled out one at a time (4 passed at 100 req/s, burstHigh 5) and of
+   * the first requests sent together, only one passed.
+   */
+  get spacedFromAnswer(): boolean {
+    const rate = this.setting.rate;
+    if (rate === null || this.setting.phase === "window" || this.roundTrips.latencyMs * rate > SPACED_MAX_LATENCY_SHARE * 1000) return false;
+    return this.burstHigh <= SPACED_MAX_BURST_HIGH || this.evidence.firstPassedTogether() === 1;
+  }
+
+  /** What sending at `rate` really sends (req/s): spaced from answers, a round trip goes into each interval. */
+  private sendable(rate: number): number {
+    return this.spacedFromAnswer ? 1 / (1 / rate + this.roundTrips.latencyMs / 1000) : rate;
   }
 
   /** A request went out (granted) at `now`; `afterPause`: the first since a pause ended. */
@@ -464,7 +495,7 @@ export class RateControl {
       // A step waits for the answers to the last one: 100 ms away, a step of 250 ms doubled again before a 429 could say the rate was too much.
       if (elapsed >= Math.max(RAMP_STEP_MS + this.roundTrips.latencyMs, (RAMP_STEP_SENDS / s.rate) * 1000)) {
         // Grow only a rate we really send at: one the in-flight limit or the work holds back says nothing when it draws no 429.
-        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * s.rate * (elapsed / 1000) - 1;
+        const kept = this.sends - this.sendsAtStep >= QUIET_SHARE * this.sendable(s.rate) * (elapsed / 1000) - 1;
         this.grownAt = now;
         this.sendsAtStep = this.sends;
         // The carry follows the rate: a ramp that began below CARRY_FROM_RATE and kept the carry it
@@ -479,7 +510,9 @@ export class RateControl {
         // r ≥ (N − B) / T. N counted, not x × T: timers that fire late send below the rate set.
         const t = (now - this.rateSetAt) / 1000;
         const noise = EDGE_NOISE + (s.rate * EDGE_NOISE_MS) / 1000;
-        this.low = Math.max(this.low, (this.passesAtRate - this.burstHigh - noise) / t);
+        // Spaced from answers, a round trip goes into each interval: what passed is counted at the rate set.
+        const scale = s.rate / this.sendable(s.rate);
+        this.low = Math.max(this.low, Math.min(s.rate, ((this.passesAtRate - this.burstHigh - noise) / t) * scale));
       }
       this.probe(now);
     }
@@ -572,7 +605,7 @@ export class RateControl {
     const spanMs = sentAt - this.rateSetAt;
     if (!(spanMs >= COUNT_MIN_MS) || this.setting.phase === "ramp" || this.stalledAtRate) return Infinity;
     // Sent well below the rate in force (a stall, work running short): the bucket may have filled and overflowed.
-    if (this.sends - this.sendsAtSet < STEADY_SHARE * (this.setting.rate ?? 0) * (spanMs / 1000)) return Infinity;
+    if (this.sends - this.sendsAtSet < STEADY_SHARE * this.sendable(this.setting.rate ?? 0) * (spanMs / 1000)) return Infinity;
     const noise = EDGE_NOISE + ((this.setting.rate ?? 0) * EDGE_NOISE_MS) / 1000;
     return (this.passesAtRate + this.spentAtRate + 1 + noise) / (spanMs / 1000);
   }
@@ -580,7 +613,7 @@ export class RateControl {
   /** QUIET_MS at `rate` without a 429, really sending (not starved for work). */
   private quietAt(rate: number, now: number): boolean {
     const elapsed = now - this.rateSetAt;
-    return elapsed >= QUIET_MS && this.sends - this.sendsAtSet >= QUIET_SHARE * rate * (elapsed / 1000);
+    return elapsed >= QUIET_MS && this.sends - this.sendsAtSet >= QUIET_SHARE * this.sendable(rate) * (elapsed / 1000);
   }
 
   /**

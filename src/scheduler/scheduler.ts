@@ -186,6 +186,8 @@ export class RequestScheduler {
   private pausedSinceGrant = false;
   /** Answer times of requests that passed the quota, over the last ACCEPTED_WINDOW_MS. */
   private readonly passTimes: number[] = [];
+  /** When the last request in flight was answered (or began a wait of its own). */
+  private lastAnswerAt = 0;
   /** 429 episodes without Retry-After since a request last passed. */
   private noRetryAfterStreak = 0;
   private timer: { at: number; ac: AbortController } | null = null;
@@ -211,6 +213,7 @@ export class RequestScheduler {
   }
   /** Requests allowed in flight now. */
   get inFlightLimit(): number {
+    if (this.control.spacedFromAnswer) return 1;
     return this.concurrency.limit(this.currentRate);
   }
 
@@ -262,11 +265,15 @@ export class RequestScheduler {
           this.control.stalled();
           slot = false;
           this.inFlight--;
+          this.lastAnswerAt = this.clock.now();
           this.pump();
           await this.clock.sleep(waitMs.ms, signal);
         }
       } finally {
-        if (slot) this.inFlight--;
+        if (slot) {
+          this.inFlight--;
+          this.lastAnswerAt = this.clock.now();
+        }
         if (held) this.holds--;
         this.pump();
       }
@@ -531,6 +538,11 @@ export class RequestScheduler {
       // A window we took as open on our own goes one request at a time until one passes (rate-control.ts).
       if (this.control.windowOpening && this.inFlight > 0) return;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
+      // A bucket of one token: a token interval after the last answer too (rate-control.ts, spacedFromAnswer).
+      if (this.pacer && this.control.spacedFromAnswer) {
+        const spacedAt = this.lastAnswerAt + Math.ceil(1000 / this.pacer.requestsPerSecond);
+        if (now < spacedAt) return this.arm(spacedAt);
+      }
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);
       this.pacer?.take(now);

@@ -114,6 +114,28 @@ describe("bucket evidence", () => {
     }
   });
 
+  it("the first requests sent together: a bucket of one token passed one of them, a bucket of several more; nothing said before the first 429", () => {
+    const firstSegment = (capacity: number) => {
+      const ev = new BucketEvidence();
+      const admit = bucket(100, capacity);
+      // A cold process: three requests one at a time, 40 ms apart; then a wave of four granted in one turn, again and again.
+      const sends = [0, 40, 80, ...Array.from({ length: 40 }, (_, i) => 120 + Math.floor(i / 4) * 3)];
+      for (const t of sends) {
+        ev.sent(t);
+        ev.settled(t);
+        if (admit(t)) ev.passed(t);
+        else {
+          expect(ev.firstPassedTogether()).toBeNull();
+          ev.closeAt(t);
+          return ev;
+        }
+      }
+      throw new Error("no 429");
+    };
+    expect(firstSegment(1).firstPassedTogether()).toBe(1);
+    expect(firstSegment(10).firstPassedTogether()).toBeGreaterThanOrEqual(2);
+  });
+
   it("a server no token bucket explains (60 passes within 60 ms after a 1 s pause, from 10 at the start) fits no rate below 100 req/s", () => {
     const ev = new BucketEvidence();
     let t = 0;

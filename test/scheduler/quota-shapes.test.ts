@@ -79,6 +79,20 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(told.ratio).toBeLessThan(long.ratio);
   });
 
+  it("a bucket of one token on a busy machine: one request in flight, each a token interval after the answer before it, so stalls on the way refuse no pairs", async () => {
+    // 100/s without burst, a tenth of the requests up to 30 ms late on the way: paced by send times alone, pairs a
+    // stall let out together were refused, each a whole second's pause, and the run took 4.6x its least time.
+    const shape = QUOTA_MATRIX.find((s) => s.name === "bucket 100/s burst 1")!;
+    const r = await runShape(shape, { stall: { probability: 0.1, ms: 30 } });
+    // (Up to 200 req/s: beyond, the round trip is over half the token interval and the pacer alone goes on.)
+    const paced = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null && e.requestsPerSecond <= 200 ? [e.inFlightLimit] : []));
+    expect(paced.length).toBeGreaterThan(0);
+    expect(paced.every((limit) => limit === 1)).toBe(true);
+    expect(r.violations).toBe(0);
+    expect(r.ratio).toBeLessThan(1.5);
+    expect(r.throttled).toBeLessThan(10);
+  });
+
   it("a fixed window's allowance goes out at once as each window opens: within 5% of the least time, and 429s only until the window's length is known", async () => {
     // A window taken as open early (its length from two whole-second ends short) goes one request first: one 429, not one per request in flight.
     for (const name of ["window 300/10 s", "window 30/3 s", "window 600/60 s date", "window 100/3 s opened before the run"]) {
