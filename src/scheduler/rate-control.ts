@@ -272,9 +272,9 @@ export class RateControl {
 
   /**
    * The server's bucket holds one token: one request in flight, each sent a token interval after the
-   * last answer (SPACED_MAX_BURST_HIGH, SPACED_MAX_LATENCY_SHARE). Either the run's first segment passed one or two, or a cold
-   * process's first requests trickled out one at a time (4 passed at 100 req/s, burstHigh 5) and of
-   * the first requests sent together, only one passed.
+   * last answer (SPACED_MAX_BURST_HIGH, SPACED_MAX_LATENCY_SHARE). Either the run's first segment passed
+   * one or two, or a cold process's first requests trickled out one at a time (4 passed at 100 req/s,
+   * burstHigh 5) and no two passes of it went out together (bucket-evidence.ts, firstPassedTogether).
    */
   get spacedFromAnswer(): boolean {
     const rate = this.setting.rate;
