@@ -57,6 +57,8 @@ interface FirstSegment {
   closedAt: number;
   /** Passes sent before the closing 429, and requests sent before it still unanswered then. */
   before: number;
+  /** The most passes sent within TOGETHER_MS of one another (firstPassedTogether). */
+  passedTogether: number;
 }
 
 export interface RateBounds {
@@ -112,7 +114,7 @@ export class BucketEvidence {
     const pending = this.pendingBefore(at);
     if (!this.first && this.runStartAt !== null) {
       const passes = this.firstPasses.filter((t) => t <= at).sort((a, b) => a - b);
-      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length };
+      this.first = { startAt: this.runStartAt, passes, closedAt: at, before: passes.length + pending.length, passedTogether: mostWithin(passes, TOGETHER_MS) };
     }
     const c = this.current;
     if (c) {
@@ -133,14 +135,7 @@ export class BucketEvidence {
    * without burst showed the wave; in the other 2 the 429 came alone, 1 ms and 50 ms after a pass).
    */
   firstPassedTogether(): number | null {
-    if (!this.first) return null;
-    const passes = this.first.passes;
-    let most = 0;
-    for (let i = 0, j = 0; i < passes.length; i++) {
-      while (passes[i]! - passes[j]! > TOGETHER_MS) j++;
-      most = Math.max(most, i - j + 1);
-    }
-    return most;
+    return this.first?.passedTogether ?? null;
   }
 
   /** The least capacity the first segment shows at rate `r` (1 before it closed). */
@@ -200,6 +195,16 @@ export class BucketEvidence {
     for (const [t, n] of this.outstanding) if (t < at) for (let i = 0; i < n; i++) out.push(t);
     return out;
   }
+}
+
+/** The most of `times` (ascending) within `ms` of one another. */
+function mostWithin(times: readonly number[], ms: number): number {
+  let most = 0;
+  for (let i = 0, j = 0; i < times.length; i++) {
+    while (times[i]! - times[j]! > ms) j++;
+    most = Math.max(most, i - j + 1);
+  }
+  return most;
 }
 
 /** Drop the oldest half of a cycle's passes (and what it took before them); it starts at the cut. */

@@ -97,13 +97,15 @@ const CARRY_FROM_RATE = 50;
  */
 const CARRY_MIN_BURST_HIGH = 4;
 /**
- * Below it (a bucket of one token) each request waits for the answer to the one before and then a
- * token interval (spacedFromAnswer): the server decided the earlier one before it answered, so the
- * two decisions are at least that far apart whatever the jitter on the way. Paced by send times
- * alone, a 100 req/s bucket of one token refused pairs that a stall of either process (145 ms and
- * 272 ms at most in one run) let out together, and the rate fell to 44 req/s (ratio 2.5).
+ * A bucket of one token (of the run's first requests, no two passes went out within a millisecond of
+ * each other: bucket-evidence.ts, firstPassedTogether): each request waits for the answer to the one
+ * before and then a token interval (spacedFromAnswer). The server decided the earlier one before it
+ * answered, so the two decisions are at least that far apart whatever the jitter on the way. Paced by
+ * send times alone, a 100 req/s bucket of one token refused pairs that a stall of either process
+ * (145 ms and 272 ms at most in one run) let out together, and the rate fell to 44 req/s (ratio 2.5).
+ * Not from the count of the first passes (one or two): a 200 req/s bucket of two passed two and was
+ * paced from answers at 1.60x its least time (harness), 1.17x by the pacer alone.
  */
-const SPACED_MAX_BURST_HIGH = 3;
 /**
  * ...while a round trip is at most this share of a token interval: each interval then holds a round
  * trip too (loopback at 100 req/s: 2-3 ms of 10, 80-85 req/s sent where the pacer alone, refused in
@@ -276,14 +278,12 @@ export class RateControl {
 
   /**
    * The server's bucket holds one token: one request in flight, each sent a token interval after the
-   * last answer (SPACED_MAX_BURST_HIGH, SPACED_MAX_LATENCY_SHARE). Either the run's first segment passed
-   * one or two, or a cold process's first requests trickled out one at a time (4 passed at 100 req/s,
-   * burstHigh 5) and no two passes of it went out together (bucket-evidence.ts, firstPassedTogether).
+   * last answer (SPACED_MAX_LATENCY_SHARE and the comment above it).
    */
   get spacedFromAnswer(): boolean {
     const rate = this.setting.rate;
     if (rate === null || this.setting.phase === "window" || this.roundTrips.shortestMs * rate > SPACED_MAX_LATENCY_SHARE * 1000) return false;
-    return this.burstHigh <= SPACED_MAX_BURST_HIGH || this.evidence.firstPassedTogether() === 1;
+    return this.evidence.firstPassedTogether() === 1;
   }
 
   /** What sending at `rate` really sends (req/s): spaced from answers, a round trip goes into each interval. */

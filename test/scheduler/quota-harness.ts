@@ -293,6 +293,8 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 2/s burst 1", kind: "bucket", rate: 2, burst: 1, retryAfter: "seconds", requests: 120 },
   // A fast bucket without burst: a pair sent closer than one token interval is a 429 and a whole-second pause.
   { name: "bucket 100/s burst 1", kind: "bucket", rate: 100, burst: 1, retryAfter: "seconds", requests: 2500 },
+  // ...and one of two: not a bucket of one token (paced from answers it ran at 1.60x its least time).
+  { name: "bucket 200/s burst 2", kind: "bucket", rate: 200, burst: 2, retryAfter: "seconds", requests: 4000 },
   { name: "bucket 40/s burst 10", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1300 },
   { name: "bucket 20/s burst 4", kind: "bucket", rate: 20, burst: 4, retryAfter: "seconds", requests: 800 },
   { name: "bucket 150/s burst 150", kind: "bucket", rate: 150, burst: 150, retryAfter: "seconds", requests: 2500 },

@@ -93,6 +93,16 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.throttled).toBeLessThan(10);
   });
 
+  it("a fast bucket of two tokens is not taken for one: more than one request in flight once paced, within 1.3x", async () => {
+    // Its first wave passed two together; counted by the first passes alone (one or two) it read as a bucket of one
+    // token, was paced from answers (a round trip in each 5 ms interval) and ran at 1.60x its least time.
+    const r = await runShape(QUOTA_MATRIX.find((s) => s.name === "bucket 200/s burst 2")!);
+    const paced = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.inFlightLimit] : []));
+    expect(paced.length).toBeGreaterThan(0);
+    expect(paced.every((limit) => limit > 1)).toBe(true);
+    expect(r.ratio).toBeLessThan(1.3);
+  });
+
   it("a fixed window's allowance goes out at once as each window opens: within 5% of the least time, and 429s only until the window's length is known", async () => {
     // A window taken as open early (its length from two whole-second ends short) goes one request first: one 429, not one per request in flight.
     for (const name of ["window 300/10 s", "window 30/3 s", "window 600/60 s date", "window 100/3 s opened before the run"]) {
