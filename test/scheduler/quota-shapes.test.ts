@@ -11,11 +11,13 @@ import { QUOTA_MATRIX, runShape } from "./quota-harness.js";
 
 describe("the scheduler against each quota shape (virtual time)", () => {
   for (const shape of QUOTA_MATRIX) {
-    it(`${shape.name}: every request done, no Retry-After cut short, within 2x the least time, 429s under 10%`, async () => {
+    // A window without Retry-After: under 3x (its own test below, and docs/server-variance.md).
+    const bound = shape.kind === "window" && shape.retryAfter === "none" ? 3 : 2;
+    it(`${shape.name}: every request done, no Retry-After cut short, within ${bound}x the least time, 429s under 10%`, async () => {
       const r = await runShape(shape);
       expect(r.accepted).toBeGreaterThanOrEqual(shape.requests);
       expect(r.violations).toBe(0);
-      expect(r.ratio).toBeLessThan(2);
+      expect(r.ratio).toBeLessThan(bound);
       expect(r.throttled / r.requests).toBeLessThan(0.1);
     });
   }
@@ -114,6 +116,15 @@ describe("the scheduler against each quota shape (virtual time)", () => {
       // The first window's 429s are the requests in flight when it closed; once two ends are known, none.
       expect(r.throttled, name).toBeLessThanOrEqual(Math.min(windows, 3) + 4);
     }
+  });
+
+  it("a window whose 429s name no wait is climbed back to: under 3x the least time (51x when counts alone had to prove each step)", async () => {
+    const shape = QUOTA_MATRIX.find((s) => s.name === "window 200/2 s no RA")!;
+    const r = await runShape(shape);
+    const rates = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    // The window admits 100 req/s on average; the bounds a token bucket would have put it at were under 4.
+    expect(Math.max(...rates)).toBeGreaterThan(90);
+    expect(r.ratio).toBeLessThan(3);
   });
 
   it("503 bursts do not lower the rate: it ends as high as without them", async () => {
