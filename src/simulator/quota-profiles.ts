@@ -28,6 +28,10 @@ export const QUOTA_PROFILES: Record<string, ServerProfile> = {
     about: "fixed window: 1,200 requests per minute",
     options: { quota: { kind: "fixed-window", requests: 1200, windowSeconds: 60 } },
   },
+  "quota-window-no-retry-after": {
+    about: "fixed window: 200 requests per 2 s window, whose 429s carry no Retry-After (the window's end is ours to find)",
+    options: { quota: { kind: "fixed-window", requests: 200, windowSeconds: 2, retryAfter: "none" } },
+  },
   "quota-no-retry-after": {
     about: "token bucket 25 req/s, burst 5, whose 429s carry no Retry-After at all",
     options: { quota: { requestsPerSecond: 25, burst: 5, retryAfter: "none" } },

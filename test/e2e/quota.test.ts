@@ -3,7 +3,8 @@
  * the adaptive send rate keeps 429s rare, every Retry-After is honoured, and the mirror
  * ends equal to ground truth. A reduced form of issue 3's "done when" (2,000 SKUs at
  * 50 requests/s), which takes 80 s by construction; this one sends ~600 requests.
- * And a fixed window (100 requests per 3 s): its allowance goes out as each window opens.
+ * And a fixed window (100 requests per 3 s): its allowance goes out as each window opens; and one
+ * whose 429s name no wait, which the rate climbs back to.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -87,6 +88,31 @@ describe("workspace quota as a fixed window", () => {
       const inFlightAtFirst = backoffs.filter((b) => Date.parse(b.at) < firstEnds).length;
       expect(inFlightAtFirst).toBeLessThanOrEqual(16); // the default concurrency ceiling
       expect(stats.rateLimited - inFlightAtFirst).toBeLessThanOrEqual(windows - 1);
+    } finally {
+      d.close();
+    }
+  });
+});
+
+describe("workspace quota as a fixed window whose 429s name no wait", () => {
+  let win: RunningSimulator;
+  beforeAll(async () => {
+    win = await startSimulator({ seed: 15, skus: 150, apiKey: KEY, quota: { kind: "fixed-window", requests: 100, windowSeconds: 2, retryAfter: "none" } });
+  });
+  afterAll(async () => {
+    await win?.close();
+  });
+
+  it("a full sync under 100 requests per 2 s window without Retry-After ends equal to ground truth, its send rate set back above 40 req/s after the refusals (read as a token bucket they put it under 4 req/s for minutes)", async () => {
+    const { db, stats } = await fullSync(win, "window-no-ra.db");
+    expect(stats.rateLimited).toBeGreaterThan(0);
+    const d = new Database(db, { readonly: true });
+    try {
+      const rates = (d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate'").pluck().all() as string[]).flatMap((m) => {
+        const n = /send rate ([\d.]+) req\/s/.exec(m);
+        return n ? [Number(n[1])] : [];
+      });
+      expect(Math.max(...rates)).toBeGreaterThan(40);
     } finally {
       d.close();
     }
