@@ -126,6 +126,8 @@ const SPACED_MAX_LATENCY_SHARE = 0.5;
 const WINDOW_MIN_WAIT_MS = 2_000;
 /** ...when the segment it closed passed at least this many: an allowance, not one slow token. */
 const WINDOW_MIN_PASSES = 10;
+/** A probe at the first segment's passes per second (perSecondWorthTrying), when they exceed by this much what the bounds' top allows in a second (a bucket whose burst equals its rate passes about that). */
+const PER_SECOND_BEYOND = 1.1;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 /**
@@ -241,6 +243,10 @@ export class RateControl {
    */
   private quietRate = 0;
   private unnamed = false;
+  /** The wait the last 429 named (ms), null when none. */
+  private lastNamedMs: number | null = null;
+  /** A probe at the first segment's passes per second went out (perSecondWorthTrying). */
+  private perSecondTried = false;
   /** A 429 episode began since the rate in force was set (it is not quiet, whatever its length). */
   private throttledAtRate = false;
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
@@ -381,6 +387,7 @@ export class RateControl {
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
     const seg = this.segment;
     this.unnamed = waitMs === null;
+    this.lastNamedMs = waitMs;
     this.throttledAtRate = true;
     if (!this.unnamed) this.quietRate = 0;
     // Once a window, always a window: a 429 naming its end when that end is near (a window opened a
@@ -564,6 +571,15 @@ export class RateControl {
       this.evidenceFits = false;
     }
     const low = Math.max(MIN_RATE, this.low, this.quietRate);
+    if (this.perSecondWorthTrying()) {
+      // Kept like an evidence probe: a window of a second never draws its 429 there; a bucket draws it, and its long cycle pins the rate.
+      const r = this.evidence.capacityLow(this.high, EDGE_NOISE) * (1 - 2 * HOLD_MARGIN);
+      this.perSecondTried = true;
+      this.high = Math.max(this.high, r);
+      this.evidenceProbe = true;
+      this.lowAtSet = low;
+      return this.setRate(r, "probe", now);
+    }
     const span = this.high / low;
     if (span <= TIGHT_SPAN || (this.setting.phase === "hold" && !this.probeWorthAPause(low, now))) {
       // Held until `low` has risen by a margin (counts go on) or a 429 reopens the probe.
@@ -604,6 +620,21 @@ export class RateControl {
     if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
     this.lowAtSet = low;
     this.setRate(mid, "probe", now);
+  }
+
+  /**
+   * Once a run: is the quota perhaps N per second, a fixed window of one second (or a log of the last
+   * second) that admitted the first segment's N at once (the evidence's least capacity)? Its 429s name a wait of 1 s, as a token bucket's
+   * do, and replayed as a bucket it reads as about two thirds of N (50 per second: 33-36 req/s, held
+   * there for the run, 1.45x its least time). Worth a probe at N per second when the first segment passed
+   * more than the bounds' top allows in a second: a bucket that holds more than a second of its rate is
+   * rare, and against one this probe is only the pin the evidence would send at its top.
+   */
+  private perSecondWorthTrying(): boolean {
+    if (this.perSecondTried || this.lastNamedMs === null || this.lastNamedMs >= WINDOW_MIN_WAIT_MS) return false;
+    // The least capacity the first segment shows at the bounds' top: its passes less what that rate refilled meanwhile (behind latency, many).
+    const n = Number.isFinite(this.high) ? this.evidence.capacityLow(this.high, EDGE_NOISE) : 0;
+    return n >= WINDOW_MIN_PASSES && n * (1 - 2 * HOLD_MARGIN) > this.high * PER_SECOND_BEYOND;
   }
 
   /**

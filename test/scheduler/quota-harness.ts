@@ -322,7 +322,7 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "window 600/60 s date", kind: "window", rate: 600, burst: 60, retryAfter: "date", requests: 2000 },
   // The same allowance per any 10 s (a log of admissions): sent at once as a window opens, it behaves as the fixed window.
   { name: "sliding window 300/10 s", kind: "sliding", rate: 300, burst: 10, retryAfter: "seconds", requests: 1500 },
-  // N per second: its whole-second Retry-After reads as a token bucket's, and the evidence put 50/s at 33-36 req/s (1.45x; docs/server-variance.md).
+  // N per second: its whole-second Retry-After reads as a token bucket's, and the evidence put 50/s at 33-36 req/s (1.45x before perSecondWorthTrying).
   { name: "window 50/1 s", kind: "window", rate: 50, burst: 1, retryAfter: "seconds", requests: 1200 },
   { name: "bucket 2/s burst 2 date-floor", kind: "bucket", rate: 2, burst: 2, retryAfter: "date-floor", requests: 120 },
   { name: "bucket 50/s burst 5 date-floor", kind: "bucket", rate: 50, burst: 5, retryAfter: "date-floor", requests: 1200 },
