@@ -104,7 +104,7 @@ describe("workspace quota as a fixed window whose 429s name no wait", () => {
     await win?.close();
   });
 
-  it("a full sync under 100 requests per 2 s window without Retry-After ends equal to ground truth, its send rate set back above 40 req/s after the refusals (read as a token bucket they put it under 4 req/s for minutes)", async () => {
+  it("a full sync under 100 requests per 2 s window without Retry-After ends equal to ground truth, and after the lowest send rate it set, one above 40 req/s is set again (read as a token bucket, the refusals held it under 4 req/s for minutes)", async () => {
     const { db, stats } = await fullSync(win, "window-no-ra.db");
     expect(stats.rateLimited).toBeGreaterThan(0);
     const d = new Database(db, { readonly: true });
@@ -113,7 +113,9 @@ describe("workspace quota as a fixed window whose 429s name no wait", () => {
         const n = /send rate ([\d.]+) req\/s/.exec(m);
         return n ? [Number(n[1])] : [];
       });
-      expect(Math.max(...rates)).toBeGreaterThan(40);
+      // The ramp before the first refusals went over 40 too: what counts is the rate after the lowest one set.
+      const lowest = rates.indexOf(Math.min(...rates));
+      expect(Math.max(...rates.slice(lowest))).toBeGreaterThan(40);
     } finally {
       d.close();
     }
