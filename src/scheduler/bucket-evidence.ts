@@ -91,17 +91,35 @@ export class BucketEvidence {
     if (this.runStartAt === null || at < this.runStartAt) return;
     if (!this.first) this.firstPasses.push(at);
     const c = this.current;
-    if (c && at >= c.startAt) {
+    if (c && at > c.startAt) {
       c.passes.push(at);
       c.taken.push(at);
       if (c.passes.length > MAX_CYCLE_PASSES) truncate(c);
+      return;
+    }
+    // Sent with the 429 that closed the last cycle (in one wave) and answered after it: the cycle's (closeAt).
+    const last = this.closedWith(at);
+    if (last) {
+      last.passes.push(at);
+      last.taken.push(at);
+    } else if (this.first && !this.closed.length && at === this.first.closedAt) {
+      this.first.passes.push(at);
+      this.first.before++;
+      this.first.passedTogether = mostWithin(this.first.passes, TOGETHER_MS);
     }
   }
 
   /** A request that may have spent a token without passing (a 503). */
   spent(at: number): void {
     const c = this.current;
-    if (c && at >= c.startAt) c.taken.push(at);
+    if (c && at > c.startAt) c.taken.push(at);
+    else this.closedWith(at)?.taken.push(at);
+  }
+
+  /** The last closed cycle when `at` is the send time of the 429 that closed it (closeAt). */
+  private closedWith(at: number): Cycle | null {
+    const last = this.closed.at(-1);
+    return last && at === last.closedAt && at > last.startAt ? last : null;
   }
 
   /** The bucket was not refilled steadily (a window's long pause): the cycle in course says nothing. */
@@ -109,7 +127,13 @@ export class BucketEvidence {
     this.current = null;
   }
 
-  /** A new 429 episode: its first 429 was sent at `at`. Closes the cycle in course and opens the next. */
+  /**
+   * A new 429 episode: its first 429 was sent at `at`. Closes the cycle in course and opens the next.
+   * Requests sent at the same moment as that 429 (granted in one wave) belong to the cycle it closes,
+   * whichever answer came first: the server took them as it took the 429, and their passes, dropped
+   * from both cycles, left a 5 req/s bucket's cycle of 0.6 s with none and the replay put the rate at
+   * 2.3-2.5 req/s (harness, burst 20 without Retry-After).
+   */
   closeAt(at: number): void {
     const pending = this.pendingBefore(at);
     if (!this.first && this.runStartAt !== null) {
@@ -119,8 +143,8 @@ export class BucketEvidence {
     const c = this.current;
     if (c) {
       c.closedAt = at;
-      c.passes = c.passes.filter((t) => t < at).sort((a, b) => a - b);
-      c.taken = [...c.taken.filter((t) => t < at), ...pending.filter((t) => t >= c.startAt)].sort((a, b) => a - b);
+      c.passes = c.passes.filter((t) => t <= at).sort((a, b) => a - b);
+      c.taken = [...c.taken.filter((t) => t <= at), ...pending.filter((t) => t > c.startAt)].sort((a, b) => a - b);
       this.closed.push(c);
       if (this.closed.length > CYCLES_KEPT) this.closed.shift();
     }

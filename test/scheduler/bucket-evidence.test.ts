@@ -153,4 +153,28 @@ describe("bucket evidence", () => {
     segment(60);
     expect(ev.bounds(0.5, 100, noise)).toBeNull();
   });
+  it.each(["before", "after"] as const)("requests sent in one wave with the 429 that closes a cycle count in it, answered %s that 429 (a 5 req/s bucket of 20 still fits)", (order) => {
+    const ev = new BucketEvidence();
+    const wave = (t: number, passes: number, refused: number) => {
+      for (let i = 0; i < passes + refused; i++) ev.sent(t);
+      const pass = () => {
+        ev.settled(t);
+        ev.passed(t);
+      };
+      if (order === "before") for (let i = 0; i < passes; i++) pass();
+      for (let i = 0; i < refused; i++) {
+        ev.settled(t);
+        ev.closeAt(t);
+      }
+      if (order === "after") for (let i = 0; i < passes; i++) pass();
+    };
+    // The bucket's 20 one per ms, the 21st refused; 600 ms later it holds 3: four sent at once, three pass.
+    for (let t = 0; t < 20; t++) wave(t, 1, 0);
+    wave(20, 0, 1);
+    wave(620, 3, 1);
+    const b = ev.bounds(0.5, 10, noise);
+    expect(b).not.toBeNull();
+    expect(b!.low).toBeLessThanOrEqual(5);
+    expect(b!.high).toBeGreaterThanOrEqual(5);
+  });
 });
