@@ -616,8 +616,10 @@ export class RateControl {
     // bounds put that step above the quota too (its drain was still under way when the next began).
     const floor = rampFloor < this.high ? rampFloor : 0;
     const mid = Math.max(span > 2 ? Math.sqrt(low * this.high) : (low + this.high) / 2, floor);
-    // A probe rate keeps its place until its verdict: a 429, or `low` risen halfway to it (quiet long enough).
-    if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2) return;
+    // A probe rate keeps its place until its verdict: a 429 (even one that left `high` above it: a quiet top
+    // doubled over it kept a 20/s bucket of 50 without Retry-After probing at 30 through 40 429s), or
+    // `low` risen halfway to it (quiet long enough).
+    if (this.setting.phase === "probe" && current !== null && current < this.high && low < (this.lowAtSet + current) / 2 && !this.throttledAtRate) return;
     this.lowAtSet = low;
     this.setRate(mid, "probe", now);
   }
