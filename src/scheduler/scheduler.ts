@@ -31,8 +31,25 @@ export interface Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
+/** performance.now() less the epoch time it stands for (wallClockNow). */
+let wallOffset: number | null = null;
+
+/**
+ * Epoch ms to a fraction of a millisecond: performance.now() anchored to Date.now(), and anchored
+ * again whenever it leaves the wall clock's millisecond (the wall clock was stepped, or the two drift
+ * apart over a long run), so Retry-After dates keep their meaning. Date.now() alone counts whole
+ * milliseconds, and a round trip on loopback (1-3 ms) measured with it is off by up to one: spaced
+ * from answers (rate-control.ts, spacedExtraMs), that error went into every token interval.
+ */
+function wallClockNow(): number {
+  const p = performance.now();
+  const wall = Date.now();
+  if (wallOffset === null || p - wallOffset < wall || p - wallOffset >= wall + 1) wallOffset = p - wall;
+  return p - wallOffset;
+}
+
 const realClock: Clock = {
-  now: () => Date.now(),
+  now: wallClockNow,
   sleep: (ms, signal) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -188,6 +205,8 @@ export class RequestScheduler {
   private readonly passTimes: number[] = [];
   /** When the last request in flight was answered (or began a wait of its own). */
   private lastAnswerAt = 0;
+  /** When the last request was granted (sent). */
+  private lastGrantAt = 0;
   /** 429 episodes without Retry-After since a request last passed. */
   private noRetryAfterStreak = 0;
   private timer: { at: number; ac: AbortController } | null = null;
@@ -342,7 +361,7 @@ export class RequestScheduler {
       scope = action === "pause-all-and-retry-bounded" && ra !== null ? "all" : "one";
     }
     if (waitMs > this.opts.maxWaitMs) {
-      const resumeAfter = now + waitMs + margin;
+      const resumeAfter = Math.ceil(now + waitMs + margin);
       const msg = `the server asked to wait ${Math.round(waitMs / 1000)} s, longer than rateLimit.maxWaitSeconds (${Math.round(this.opts.maxWaitMs / 1000)} s); resume after ${new Date(resumeAfter).toISOString()}`;
       this.emit({ type: "failure", endpoint, status: err.status, message: msg, attempts: tries.all });
       throw new ApiError(`${endpoint}: ${msg}`, { kind: "quota-wall", endpoint, status: err.status, resumeAfter, cause: err });
@@ -511,7 +530,7 @@ export class RequestScheduler {
       }
       if (this.pausedUntilMs > now) {
         if (this.pausedUntilMs - now > this.opts.maxWaitMs + RETRY_AFTER_MARGIN_MS) {
-          const until = this.pausedUntilMs;
+          const until = Math.ceil(this.pausedUntilMs);
           return this.rejectAll(
             (w) =>
               new ApiError(`${w.endpoint}: paused by the server until ${new Date(until).toISOString()}, longer than rateLimit.maxWaitSeconds`, {
@@ -538,14 +557,16 @@ export class RequestScheduler {
       // A window we took as open on our own goes one request at a time until one passes (rate-control.ts).
       if (this.control.windowOpening && this.inFlight > 0) return;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
-      // A bucket of one token: a token interval after the last answer too (rate-control.ts, spacedFromAnswer).
+      // A bucket of one token: after the last answer, and a token interval after the last send and more (rate-control.ts, SPACED_MARGIN_MS).
       if (this.pacer && this.control.spacedFromAnswer) {
-        const spacedAt = this.lastAnswerAt + Math.ceil(1000 / this.pacer.requestsPerSecond);
+        const extra = this.control.spacedExtraMs(this.lastAnswerAt - this.lastGrantAt);
+        const spacedAt = Math.max(this.lastAnswerAt, this.lastGrantAt + 1000 / this.pacer.requestsPerSecond + extra);
         if (now < spacedAt) return this.arm(spacedAt);
       }
       const w = this.queue.shift()!;
       w.signal.removeEventListener("abort", w.onAbort);
       this.pacer?.take(now);
+      this.lastGrantAt = now;
       this.firstSentAt ??= now;
       this.control.sent(now, this.pausedSinceGrant);
       this.pausedSinceGrant = false;
