@@ -162,5 +162,4 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(far.accepted).toBeGreaterThanOrEqual(550);
     expect(far.throttled / far.requests).toBeLessThan(0.08);
   });
-
 });
