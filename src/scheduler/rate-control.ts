@@ -26,7 +26,9 @@
  *   a probe that went quiet moves on to the bounds' top, a quiet top doubles (quietRate).
  * - window: a 429 naming a wait of seconds ends a window, not a bucket's token interval: the
  *   window's allowance goes out at once as each window opens, and once its length is known we
- *   wait the window out instead of spending a 429 on finding its end.
+ *   wait the window out instead of spending a 429 on finding its end. 429s naming no wait tell a
+ *   window by its refusal of seconds after many passed (refusalEnded), polled for at a share of the
+ *   refusal so far (pollCapMs); its length is then the least the polled openings allow.
  * The pacer's capacity follows the smallest burst the server has shown it holds (passes
  * right after a pause, beyond what the rate explains, and the evidence's least capacity):
  * after a Retry-After pause the server's refilled bucket is used at once.
@@ -137,6 +139,21 @@ const SPACED_MARGIN_MS = 1;
 const WINDOW_MIN_WAIT_MS = 2_000;
 /** ...when the segment it closed passed at least this many: an allowance, not one slow token. */
 const WINDOW_MIN_PASSES = 10;
+/**
+ * 429s naming no wait, refused for a while: each wait of our own is at most this share of the
+ * refusal so far (pollCapMs). Doubling, the wait is as long as the refusal, and a window found
+ * by it opened up to that long before: a 60 s window whose allowance went in a second was found
+ * 30 s after it opened. At this share, a minute's refusal costs about 30 429s.
+ */
+const POLL_SHARE = 0.2;
+/**
+ * A shorter refusal (from WINDOW_POLLED_MIN_MS) is a window's too when a token bucket would need a
+ * capacity of this many seconds of its rate to explain it (passes before × refusal): a window of 200
+ * per second refuses for 0.9 s after 200 passed, which a bucket explains only with 180 s of its rate;
+ * a bucket of 10/s and 100 refuses 0.1 s (10 s). From 0.5 s: a bucket of 2 req/s and up never refuses so long.
+ */
+const WINDOW_CAPACITY_S = 20;
+const WINDOW_POLLED_MIN_MS = 500;
 /** A probe at the first segment's passes per second (perSecondWorthTrying), when they exceed by this much what the bounds' top allows in a second (a bucket whose burst equals its rate passes about that). */
 const PER_SECOND_BEYOND = 1.1;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
@@ -236,6 +253,11 @@ export class RateControl {
   private allowance = Infinity;
   /** The last window end a 429 named, windows we paused out on our own since, and the window's length once two ends are known. */
   private windowEnd: number | null = null;
+  /**
+   * Windows found by polling (429s naming no wait): each opened between our last refused request and the
+   * one that passed ([earliest, latest]), and its count from the first found (windowEnded).
+   */
+  private polledEnds: Array<{ index: number; earliest: number; latest: number }> = [];
   private windowsSince = 0;
   private windowMs: number | null = null;
   /** When the window in course opened by our prediction (enterNextWindow), until a request sent from then passes; null when confirmed. */
@@ -254,6 +276,17 @@ export class RateControl {
    */
   private quietRate = 0;
   private unnamed = false;
+  /**
+   * 429s naming no wait: when the run of them with no pass between began (the first one's send),
+   * and what the segment before it passed. A refusal of seconds after a segment that passed many,
+   * ended by a pass, is a window that opened again (windowOpened).
+   */
+  private refusedSince: number | null = null;
+  private passedBeforeRefusal = 0;
+  /** The refusal came right after the run's first passes, many of them from a full bucket: a window's allowance, perhaps. */
+  private refusedFromFull = false;
+  /** The last request a 429 naming no wait refused (its send). */
+  private lastRefusedAt = -Infinity;
   /** The wait the last 429 named (ms), null when none. */
   private lastNamedMs: number | null = null;
   /** A probe at the first segment's passes per second went out (perSecondWorthTrying). */
@@ -279,7 +312,8 @@ export class RateControl {
    * not known yet, and one request at a time finds the window's end.
    */
   enterNextWindow(): number | null {
-    if (!this.windowSpent || this.windowEnd === null || this.windowMs === null) return null;
+    // Refused after the opening we predicted (429s naming no wait): this window, not the next, is polled for.
+    if (!this.windowSpent || this.windowEnd === null || this.windowMs === null || this.predictedOpenAt !== null) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
     this.predictedOpenAt = this.windowEnd + this.windowsSince * this.windowMs;
@@ -297,9 +331,25 @@ export class RateControl {
     return this.setting.phase === "window" && this.predictedOpenAt !== null;
   }
 
-  /** In phase "window": this window's allowance is granted; one request at a time finds the window's end. */
+  /**
+   * In phase "window": this window's allowance is granted, or its 429s name no wait and we poll
+   * for the next; one request at a time finds the window's end.
+   */
   get windowSpent(): boolean {
-    return this.setting.phase === "window" && this.grantsInSegment >= this.allowance;
+    return this.setting.phase === "window" && (this.grantsInSegment >= this.allowance || (this.unnamed && this.refusedSince !== null));
+  }
+
+  /**
+   * The longest wait of our own after a 429 naming none: POLL_SHARE of the refusal so far, where it may
+   * be a window's (phase "window", refused WINDOW_MIN_WAIT_MS, or right after the run's first segment
+   * passed many: a window of 200 per 2 s polled at 3.6 req/s's doubling backoff was found 1.7 s late and
+   * read as a bucket); Infinity otherwise (a bucket's short refusals back off doubling: at a share
+   * throughout, a 10/s bucket of 100 drew twice the 429s).
+   */
+  pollCapMs(now: number): number {
+    if (this.refusedSince === null) return Infinity;
+    const refusedMs = Math.max(0, now - this.refusedSince);
+    return this.setting.phase === "window" || this.refusedFromFull || refusedMs >= WINDOW_MIN_WAIT_MS ? POLL_SHARE * refusedMs : Infinity;
   }
 
   /** The caller expects about `requests` more (null: unknown). Only the worth of a probe reads it (probeWorthAPause). */
@@ -361,6 +411,7 @@ export class RateControl {
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
   passed(sentAt: number): void {
     this.passes++;
+    if (this.refusedSince !== null && sentAt > this.refusedSince) this.refusalEnded(sentAt);
     if (this.predictedOpenAt !== null && sentAt >= this.predictedOpenAt) this.predictedOpenAt = null;
     if (sentAt >= this.rateSetAt) this.passesAtRate++;
     if (this.segment && sentAt >= this.segment.startAt) this.segment.passes++;
@@ -406,6 +457,18 @@ export class RateControl {
     this.lastNamedMs = waitMs;
     this.throttledAtRate = true;
     if (!this.unnamed) this.quietRate = 0;
+    if (!this.unnamed) this.refusedSince = null;
+    else {
+      this.lastRefusedAt = Math.max(this.lastRefusedAt, sentAt);
+      if (this.refusedSince === null) {
+        this.refusedSince = sentAt;
+        this.passedBeforeRefusal = seg?.passes ?? 0;
+        // The run's first passes only (a segment that measures the capacity again later is a bucket's, known by then).
+        this.refusedFromFull = (seg?.fromFull ?? false) && this.passes === this.passedBeforeRefusal && this.passedBeforeRefusal >= WINDOW_MIN_PASSES;
+      }
+    }
+    // A window whose 429s name no wait: our own backoff polls for its opening (windowOpened), no rate to learn.
+    if (this.unnamed && this.setting.phase === "window") return this.evidence.invalidate();
     // Once a window, always a window: a 429 naming its end when that end is near (a window opened a
     // little later than we counted, the end then under 2 s away) is no bucket's token interval. Taken
     // for one, the run fell back to a ramp from 0.5 req/s in its last window (300 per 10 s: 1.19).
@@ -481,19 +544,46 @@ export class RateControl {
   }
 
   /**
+   * A request sent at `sentAt` passed after 429s naming no wait since `refusedSince`. Refused (first to
+   * last refused request) for WINDOW_MIN_WAIT_MS or more after a segment that passed WINDOW_MIN_PASSES or more, the quota is a
+   * window that opened again: no token bucket of a rate worth the name (2 req/s and up) refuses that
+   * long, and one that refills at the rate such a refusal implies (a window of 2,400 per minute
+   * replayed as a bucket: 0.6 req/s) held a sync there for the rest of its run (harness: not done in
+   * an hour of virtual time). It opened after the last refused request went and no later than `sentAt`:
+   * the window's length is taken at the least those bounds allow, so that the openings we predict
+   * come early, if at all (a refusal, polled finely: pollCapMs), never late (the window's time lost).
+   * In phase "window", a refusal after the opening we predicted puts the anchor at the real one.
+   */
+  private refusalEnded(sentAt: number): void {
+    const since = this.refusedSince!;
+    this.refusedSince = null;
+    if (!this.unnamed) return;
+    const predictedEarly = this.setting.phase === "window" && this.predictedOpenAt !== null;
+    // The refusal the server showed: from the first refused request to the last (our own wait after it is not the server's).
+    const refusedMs = Math.max(since, this.lastRefusedAt) - since;
+    const passes = this.passedBeforeRefusal;
+    const window = passes >= WINDOW_MIN_PASSES && (refusedMs >= WINDOW_MIN_WAIT_MS || (refusedMs >= WINDOW_POLLED_MIN_MS && (passes * refusedMs) / 1000 >= WINDOW_CAPACITY_S));
+    if (!predictedEarly && !window) return;
+    this.windowEnded(this.passedBeforeRefusal, Math.max(since, this.lastRefusedAt), sentAt);
+    // The request that found the opening is this window's first grant.
+    this.grantsInSegment = 1;
+  }
+
+  /**
    * A window's end (WINDOW_MIN_WAIT_MS): what it admitted is its allowance, sent at once as the
    * next opens (unpaced). Two ends a window apart give its length, and from then on we wait out
    * each window on our own instead of spending a 429 to find its end.
    */
-  private windowEnded(passes: number, end: number): void {
+  private windowEnded(passes: number, end: number, latest: number | null = null): void {
     this.allowance = Number.isFinite(this.allowance) ? Math.max(this.allowance, passes) : passes;
-    if (this.windowEnd !== null) {
-      // How many windows lie between the two ends: the ones we paused out on our own, and the one whose
-      // allowance this 429 closed. Unless no request passed since we took the window in course as open:
-      // then we took it early, and the 429 names the end of the window before (the length we knew was short).
+    // How many windows lie between this end and the last: the ones we paused out on our own, and the one
+    // whose allowance this 429 closed. Unless no request passed since we took the window in course as
+    // open: then we took it early, and the 429 names the end of the window before (the length we knew was short).
+    const windows = this.predictedOpenAt !== null ? this.windowsSince : this.windowsSince + 1;
+    if (latest !== null) this.windowMs = this.polledLength(windows, end, latest);
+    else if (this.windowEnd !== null && windows >= 1) {
       const gap = end - this.windowEnd;
-      const windows = this.predictedOpenAt !== null ? this.windowsSince : this.windowsSince + 1;
-      if (windows >= 1) this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
+      this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
     }
     this.windowEnd = end;
     this.windowsSince = 0;
@@ -501,6 +591,21 @@ export class RateControl {
     this.grantsInSegment = 0;
     this.setting = { rate: null, burst: 1, carry: 0, phase: "window" };
     this.evidence.invalidate();
+  }
+
+  /**
+   * A window found by polling opened in [earliest, latest], `windows` after the last found. Its length
+   * is taken at the least any two such ends allow (each pair: the later one's earliest less the earlier
+   * one's latest, over the windows between): openings predicted from it come early, never late, and the
+   * pairs far apart pin it within the polling's error over their count of windows.
+   */
+  private polledLength(windows: number, earliest: number, latest: number): number | null {
+    const last = this.polledEnds.at(-1);
+    const index = last ? last.index + Math.max(1, windows) : 0;
+    let length = 0;
+    for (const e of this.polledEnds) length = Math.max(length, (earliest - e.latest) / (index - e.index));
+    this.polledEnds.push({ index, earliest, latest });
+    return length >= WINDOW_POLLED_MIN_MS ? length : null;
   }
 
   /**

@@ -377,7 +377,10 @@ export class RequestScheduler {
     const now = this.clock.now();
     this.concurrency.answer(sentAt, now);
     if (!passed) return;
+    const before = this.control.current;
     this.control.passed(sentAt);
+    // A pass can say a window opened again (429s naming no wait, rate-control.ts refusalEnded).
+    if (this.control.current !== before) this.rateChanged(before, now);
     this.noRetryAfterStreak = 0;
     this.passTimes.push(now);
     while (this.passTimes.length && this.passTimes[0]! < now - ACCEPTED_WINDOW_MS) this.passTimes.shift();
@@ -428,16 +431,20 @@ export class RequestScheduler {
 
   private noRetryAfterWait(): number {
     this.noRetryAfterStreak++;
-    const rate = this.currentRate ?? Math.max(1, this.episodeAccepted);
+    // Polling for a window's opening (429s naming no wait, rate-control.ts): from the shortest wait, pollCapMs bounds the rest.
+    const rate = this.control.current.phase === "window" ? Infinity : (this.currentRate ?? Math.max(1, this.episodeAccepted));
     const base = Math.min(NO_RETRY_AFTER_MAX_MS, Math.max(NO_RETRY_AFTER_MIN_MS, (NO_RETRY_AFTER_TOKENS * 1000) / rate));
-    return Math.min(this.opts.backoffCapMs, base * 2 ** (this.noRetryAfterStreak - 1));
+    // Refused for long (a window that went unnamed), poll at a share of the refusal so far instead of doubling.
+    const polled = Math.max(base, this.control.pollCapMs(this.clock.now()));
+    return Math.min(this.opts.backoffCapMs, polled, base * 2 ** (this.noRetryAfterStreak - 1));
   }
 
   /** Set the pacer from the rate control and say so when the rate or phase moved. */
   private rateChanged(before: RateSetting, now: number): void {
     const after = this.control.current;
     this.applyRate(now);
-    const moved = before.phase !== after.phase || before.rate === null || Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02;
+    // Unpaced or a window's, both without a rate: nothing moved (a window polled for without Retry-After sets it at each 429).
+    const moved = before.phase !== after.phase || (before.rate === null ? after.rate !== null : Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02);
     if (!moved) return;
     const b = this.control.bounds;
     this.emit({

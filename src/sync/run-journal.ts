@@ -54,7 +54,7 @@ function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
 }
 
 function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
-  if (e.phase === "window") return `send unpaced (a 429 named a window's end: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
+  if (e.phase === "window") return `send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
   const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
   const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
   const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;
