@@ -62,6 +62,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
   { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
   { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
   { name: "window-300-per-10s", about: "fixed window 300 requests / 10 s", skus: 500, seed: 116, quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } },
+  {
+    name: "window-400-per-10s-no-retry-after",
+    about: "fixed window 400 requests / 10 s, 429 without Retry-After (each window's opening found by polling)",
+    skus: 600,
+    seed: 125,
+    quota: { kind: "fixed-window", requests: 400, windowSeconds: 10, retryAfter: "none" },
+  },
   { name: "bucket-30-no-retry-after", about: "token bucket 30 req/s, burst 5, 429 without Retry-After", skus: 400, seed: 117, quota: { requestsPerSecond: 30, burst: 5, retryAfter: "none" } },
   { name: "bucket-50-date-retry-after", about: "token bucket 50 req/s, burst 5, Retry-After as HTTP-date", skus: 600, seed: 118, quota: { requestsPerSecond: 50, burst: 5, retryAfter: "date" } },
   {
