@@ -564,7 +564,7 @@ export class RateControl {
     const passes = this.passedBeforeRefusal;
     const window = passes >= WINDOW_MIN_PASSES && (refusedMs >= WINDOW_MIN_WAIT_MS || (refusedMs >= WINDOW_POLLED_MIN_MS && (passes * refusedMs) / 1000 >= WINDOW_CAPACITY_S));
     if (!predictedEarly && !window) return;
-    this.windowEnded(this.passedBeforeRefusal, Math.max(since, this.lastRefusedAt), sentAt);
+    this.windowEnded(this.passedBeforeRefusal, Math.max(since, this.lastRefusedAt), sentAt, since);
     // The request that found the opening is this window's first grant.
     this.grantsInSegment = 1;
   }
@@ -574,13 +574,13 @@ export class RateControl {
    * next opens (unpaced). Two ends a window apart give its length, and from then on we wait out
    * each window on our own instead of spending a 429 to find its end.
    */
-  private windowEnded(passes: number, end: number, latest: number | null = null): void {
+  private windowEnded(passes: number, end: number, latest: number | null = null, refusedFrom = end): void {
     this.allowance = Number.isFinite(this.allowance) ? Math.max(this.allowance, passes) : passes;
     // How many windows lie between this end and the last: the ones we paused out on our own, and the one
     // whose allowance this 429 closed. Unless no request passed since we took the window in course as
     // open: then we took it early, and the 429 names the end of the window before (the length we knew was short).
     const windows = this.predictedOpenAt !== null ? this.windowsSince : this.windowsSince + 1;
-    if (latest !== null) this.windowMs = this.polledLength(windows, end, latest);
+    if (latest !== null) this.windowMs = this.polledLength(windows, end, latest, refusedFrom);
     else if (this.windowEnd !== null && windows >= 1) {
       const gap = end - this.windowEnd;
       this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
@@ -594,15 +594,18 @@ export class RateControl {
   }
 
   /**
-   * A window found by polling opened in [earliest, latest], `windows` after the last found. Its length
-   * is taken at the least any two such ends allow (each pair: the later one's earliest less the earlier
-   * one's latest, over the windows between): openings predicted from it come early, never late, and the
-   * pairs far apart pin it within the polling's error over their count of windows.
+   * A window found by polling opened in [earliest, latest], `windows` after the last found, after a refusal
+   * from `refusedFrom`. Its length is taken at the least they allow: at least the refusal (every request
+   * it refused fell in one window), and for each two such ends the later one's earliest less the earlier
+   * one's latest, over the windows between. Openings predicted from it come early, never late; the first
+   * one the refusal's length puts past the polled end, so the next window's opening is polled for from
+   * there, not from its allowance's end (a 10 s window polled at a fifth of the refusal so far: about 25
+   * 429s a window); and pairs far apart pin it within the polling's error over their count of windows.
    */
-  private polledLength(windows: number, earliest: number, latest: number): number | null {
+  private polledLength(windows: number, earliest: number, latest: number, refusedFrom: number): number | null {
     const last = this.polledEnds.at(-1);
     const index = last ? last.index + Math.max(1, windows) : 0;
-    let length = 0;
+    let length = earliest - refusedFrom;
     for (const e of this.polledEnds) length = Math.max(length, (earliest - e.latest) / (index - e.index));
     this.polledEnds.push({ index, earliest, latest });
     return length >= WINDOW_POLLED_MIN_MS ? length : null;
