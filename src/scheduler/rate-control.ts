@@ -143,7 +143,7 @@ const WINDOW_MIN_PASSES = 10;
  * 429s naming no wait, refused for a while: each wait of our own is at most this share of the
  * refusal so far (pollCapMs). Doubling, the wait is as long as the refusal, and a window found
  * by it opened up to that long before: a 60 s window whose allowance went in a second was found
- * 30 s after it opened. At this share, a minute's refusal costs about 30 429s.
+ * 30 s after it opened. At this share, a minute's refusal costs about 40 429s.
  */
 const POLL_SHARE = 0.2;
 /**
@@ -279,7 +279,7 @@ export class RateControl {
   /**
    * 429s naming no wait: when the run of them with no pass between began (the first one's send),
    * and what the segment before it passed. A refusal of seconds after a segment that passed many,
-   * ended by a pass, is a window that opened again (windowOpened).
+   * ended by a pass, is a window that opened again (refusalEnded).
    */
   private refusedSince: number | null = null;
   private passedBeforeRefusal = 0;
@@ -342,9 +342,10 @@ export class RateControl {
   /**
    * The longest wait of our own after a 429 naming none: POLL_SHARE of the refusal so far, where it may
    * be a window's (phase "window", refused WINDOW_MIN_WAIT_MS, or right after the run's first segment
-   * passed many: a window of 200 per 2 s polled at 3.6 req/s's doubling backoff was found 1.7 s late and
-   * read as a bucket); Infinity otherwise (a bucket's short refusals back off doubling: at a share
-   * throughout, a 10/s bucket of 100 drew twice the 429s).
+   * passed many: a window of a second polled by the doubling backoff of the probe rate its refusal left,
+   * 0.8 s and more, never showed a refusal long enough to tell, and ran as a bucket: harness 200 per 1 s
+   * 1.88x, 1.05x polled at a share); Infinity otherwise (a bucket's short refusals back off doubling: at a
+   * share throughout, a 10/s bucket of 100 drew twice the 429s).
    */
   pollCapMs(now: number): number {
     if (this.refusedSince === null) return Infinity;
@@ -467,7 +468,7 @@ export class RateControl {
         this.refusedFromFull = (seg?.fromFull ?? false) && this.passes === this.passedBeforeRefusal && this.passedBeforeRefusal >= WINDOW_MIN_PASSES;
       }
     }
-    // A window whose 429s name no wait: our own backoff polls for its opening (windowOpened), no rate to learn.
+    // A window whose 429s name no wait: our own backoff polls for its opening (refusalEnded), no rate to learn.
     if (this.unnamed && this.setting.phase === "window") return this.evidence.invalidate();
     // Once a window, always a window: a 429 naming its end when that end is near (a window opened a
     // little later than we counted, the end then under 2 s away) is no bucket's token interval. Taken
@@ -564,7 +565,7 @@ export class RateControl {
     const passes = this.passedBeforeRefusal;
     const window = passes >= WINDOW_MIN_PASSES && (refusedMs >= WINDOW_MIN_WAIT_MS || (refusedMs >= WINDOW_POLLED_MIN_MS && (passes * refusedMs) / 1000 >= WINDOW_CAPACITY_S));
     if (!predictedEarly && !window) return;
-    this.windowEnded(this.passedBeforeRefusal, Math.max(since, this.lastRefusedAt), sentAt, since);
+    this.windowEnded(passes, Math.max(since, this.lastRefusedAt), sentAt, since);
     // The request that found the opening is this window's first grant.
     this.grantsInSegment = 1;
   }

@@ -287,7 +287,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   try {
     await clock.runUntil(() => done >= shape.requests || failure !== null, 3_600_000);
   } catch (e) {
-    // Not done: what happened until then goes with the error (a local trace reads it).
+    // Not done: what happened until then goes with the error, for a trace of the run that did not finish.
     throw Object.assign(e as Error, { events });
   }
   await all;
