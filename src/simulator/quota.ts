@@ -213,9 +213,10 @@ export class RetryAfterLedger {
  */
 export function retryAfterDeadline(value: string, sentAt: number): number | null {
   const v = value.trim();
-  if (/^\d+$/.test(v)) return sentAt + Number(v) * 1000;
+  // Decimal seconds are outside RFC 9110's form, but a server that sends "2.5" means it (fault raw:2.5).
+  if (/^\d+(\.\d+)?$/.test(v)) return sentAt + Number(v) * 1000;
   // Only something that looks like an HTTP-date (all three RFC 9110 forms start with a day
-  // name): V8's Date.parse would otherwise read "-1" or "1.5" as dates in 2001.
+  // name): V8's Date.parse would otherwise read "-1" as a date in 2001.
   if (!/^(mon|tue|wed|thu|fri|sat|sun)/i.test(v)) return null;
   const date = Date.parse(v);
   return Number.isNaN(date) ? null : date;

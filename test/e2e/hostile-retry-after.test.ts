@@ -2,7 +2,8 @@
  * A server that names an absurd wait (issue 11, A1): ten years, or more digits than any date
  * can hold. The real CLI against the simulator on 127.0.0.1: the wait is capped at a day
  * (DEFAULTS.maxServerWaitMs) and journaled as suspicious, nothing crashes, and an operator
- * can clear the stored wall with `sync --ignore-quota-wall`.
+ * can clear the stored wall with `sync --ignore-quota-wall`. And one that names decimal seconds
+ * ("2.5", outside RFC 9110's form): waited for as meant, not read as garbage (the 1 s floor).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -77,6 +78,23 @@ describe("a server naming an absurd Retry-After", () => {
     const next = await sync(db, []);
     expect(next.code, next.stderr).toBe(0);
     expect(next.stats.requests).toBeGreaterThan(0);
+  });
+
+  it("decimal seconds (2.5, outside the RFC's whole seconds): every worker waits them out, 0 violations, and the mirror completes", async () => {
+    // A simulator of its own: the ten-year deadline above stays in the shared one's ledger.
+    const own = await startSimulator({ seed: 22, skus: 40, historyDepth: 10, apiKey: KEY });
+    try {
+      own.setFaults([{ kind: "429", after: 20, count: 2, retryAfter: "raw:2.5" }]);
+      const db = join(dir, "decimal.db");
+      const r = await runCli(["sync", "--full", "--config", config], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: own.baseUrl, INVENTORY_DB: db } });
+      expect(r.code, r.stderr).toBe(0);
+      const stats = own.stats();
+      expect(stats.byStatus["429"]).toBe(2);
+      expect(stats.retryAfterViolations).toEqual([]);
+      expect(diffAgainstTruth(db, own.groundTruth())).toEqual([]);
+    } finally {
+      await own.close();
+    }
   });
 
   it("more digits than any date can hold: no crash, the run ends partial with a wall a day away and says why", async () => {

@@ -17,4 +17,11 @@ describe("retryAfterMs", () => {
     expect(retryAfterMs("2", now, 1_000)).toBe(2_000);
     expect(retryAfterMs(null, now, 1_000)).toBeNull();
   });
+  it("decimal seconds, outside the RFC's form, are waited for as meant: 2.5 is not the 1 s floor", () => {
+    expect(retryAfterMs("2.5", now, 1_000)).toBe(2_500);
+    expect(retryAfterMs(" 1.25 ", now, 0)).toBe(1_250);
+    expect(retryAfterMs("0.4", now, 1_000)).toBe(1_000);
+    expect(retryAfterMs("0.4", now, 0)).toBe(400);
+    expect(retryAfterMs("1.", now, 1_000)).toBe(1_000);
+  });
 });
