@@ -36,8 +36,18 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
   }
   // Only accept things that look like dates; Date.parse is lenient with junk such as "5 apples".
   if (/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v)) {
-    const t = Date.parse(v);
+    const t = parseHttpDate(v);
     if (Number.isFinite(t)) return t > now ? t - now : minMs;
   }
   return minMs;
+}
+
+/**
+ * RFC 9110's asctime form ("Fri Nov 27 00:30:00 2026") names no zone and means GMT; Date.parse
+ * reads a zoneless date as local time, hours off on any machine not set to UTC (a wait of hours
+ * west of Greenwich, a violation east of it). The other two forms say GMT themselves.
+ */
+const ASCTIME = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/;
+function parseHttpDate(v: string): number {
+  return Date.parse(ASCTIME.test(v) ? `${v} GMT` : v);
 }

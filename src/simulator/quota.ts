@@ -218,6 +218,8 @@ export function retryAfterDeadline(value: string, sentAt: number): number | null
   // Only something that looks like an HTTP-date (all three RFC 9110 forms start with a day
   // name): V8's Date.parse would otherwise read "-1" as a date in 2001.
   if (!/^(mon|tue|wed|thu|fri|sat|sun)/i.test(v)) return null;
-  const date = Date.parse(v);
+  // asctime names no zone and means GMT; Date.parse would take it as local time.
+  const asctime = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/.test(v);
+  const date = Date.parse(asctime ? `${v} GMT` : v);
   return Number.isNaN(date) ? null : date;
 }

@@ -17,6 +17,18 @@ describe("retryAfterMs", () => {
     expect(retryAfterMs("2", now, 1_000)).toBe(2_000);
     expect(retryAfterMs(null, now, 1_000)).toBeNull();
   });
+  it("the RFC's obsolete date forms: RFC 850 and asctime, the latter GMT whatever the machine's zone", () => {
+    const zone = process.env.TZ;
+    process.env.TZ = "Asia/Tokyo"; // Node applies a changed TZ at once; a zoneless date read as local time would be 9 h off
+    try {
+      expect(retryAfterMs("Wednesday, 25-Nov-26 06:00:05 GMT", now, 1_000)).toBe(4_700);
+      expect(retryAfterMs("Wed Nov 25 06:00:05 2026", now, 1_000)).toBe(4_700);
+      expect(retryAfterMs("Thu Nov  5 06:00:05 2026", Date.UTC(2026, 10, 5, 6, 0, 0, 300), 1_000)).toBe(4_700);
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
   it("decimal seconds, outside the RFC's form, are waited for as meant: 2.5 is not the 1 s floor", () => {
     expect(retryAfterMs("2.5", now, 1_000)).toBe(2_500);
     expect(retryAfterMs(" 1.25 ", now, 0)).toBe(1_250);

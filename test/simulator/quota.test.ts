@@ -150,6 +150,19 @@ describe("RetryAfterLedger", () => {
     expect(retryAfterDeadline("garbage", 1000)).toBeNull();
     expect(retryAfterDeadline("-1", 1000)).toBeNull();
   });
+
+  it("reads decimal seconds and the obsolete date forms (asctime as GMT whatever the machine's zone)", () => {
+    expect(retryAfterDeadline("2.5", 1000)).toBe(3500);
+    expect(retryAfterDeadline("Sunday, 06-Nov-94 08:49:37 GMT", 0)).toBe(Date.UTC(1994, 10, 6, 8, 49, 37));
+    const zone = process.env.TZ;
+    process.env.TZ = "Asia/Tokyo";
+    try {
+      expect(retryAfterDeadline("Sun Nov  6 08:49:37 1994", 0)).toBe(Date.UTC(1994, 10, 6, 8, 49, 37));
+    } finally {
+      if (zone === undefined) delete process.env.TZ;
+      else process.env.TZ = zone;
+    }
+  });
 });
 
 describe("quota over HTTP", () => {
