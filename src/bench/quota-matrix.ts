@@ -18,6 +18,7 @@
  *   starts it part empty); fixed window (windows the accepted requests
  *   need − 1) × window − how far into its window the first request came (the bench sets the
  *   quota afresh just before the sync, so that offset is the CLI's start-up, ~0.3 s).
+ *   sliding window: (windows the accepted requests need − 1) × window, from the first request.
  *   Latency is not in `least`: a cell behind latency also pays at least one round trip.
  * - ratio = wall ÷ least. Targets: ≤ 1.10 every cell, ≤ 1.05 median, 429s < 2 %, 0 violations.
  * - steady: what the quota admitted over the middle half of the run (its second quarter to its
@@ -69,6 +70,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
     seed: 125,
     quota: { kind: "fixed-window", requests: 400, windowSeconds: 10, retryAfter: "none" },
   },
+  {
+    name: "sliding-250-per-5s",
+    about: "sliding window: at most 250 requests in any 5 s (a log of admissions), Retry-After whole seconds",
+    skus: 600,
+    seed: 126,
+    quota: { kind: "sliding-window", requests: 250, windowSeconds: 5 },
+  },
   { name: "bucket-30-no-retry-after", about: "token bucket 30 req/s, burst 5, 429 without Retry-After", skus: 400, seed: 117, quota: { requestsPerSecond: 30, burst: 5, retryAfter: "none" } },
   { name: "bucket-50-date-retry-after", about: "token bucket 50 req/s, burst 5, Retry-After as HTTP-date", skus: 600, seed: 118, quota: { requestsPerSecond: 50, burst: 5, retryAfter: "date" } },
   {
@@ -109,8 +117,8 @@ export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429:
 /** The `simulate` flags of a quota. */
 export function quotaFlags(q: QuotaOptions): string[] {
   const shape =
-    q.kind === "fixed-window"
-      ? ["--quota-window", `${q.requests}/${q.windowSeconds}`]
+    q.kind === "fixed-window" || q.kind === "sliding-window"
+      ? [q.kind === "fixed-window" ? "--quota-window" : "--quota-sliding", `${q.requests}/${q.windowSeconds}`]
       : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond), ...(q.startTokens === undefined ? [] : ["--quota-start-tokens", String(q.startTokens)])];
   return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : [])];
 }
@@ -121,6 +129,9 @@ export function leastMs(q: QuotaOptions, accepted: number, offsetMs: number): nu
     const windows = Math.ceil(accepted / q.requests);
     return Math.max(0, (windows - 1) * q.windowSeconds * 1000 - (offsetMs % (q.windowSeconds * 1000)));
   }
+  // A log of admissions has no alignment: its first window opens at the first request, and at best
+  // each later allowance goes out at once as the one a window before leaves the log.
+  if (q.kind === "sliding-window") return (Math.ceil(accepted / q.requests) - 1) * q.windowSeconds * 1000;
   // What the bucket held at the first request went out at once; the rest came at its rate.
   const start = q.startTokens ?? q.burst ?? Math.max(1, q.requestsPerSecond);
   return (Math.max(0, accepted - start) / q.requestsPerSecond) * 1000;
@@ -204,7 +215,7 @@ export async function runCell(cell: QuotaCell, work: string, log: (m: string) =>
 
 /** Admitted over the middle half of the run's whole seconds ÷ the token bucket's rate over them. */
 export function steadyShare(q: QuotaOptions, acceptedBySecond: number[], wallMs: number): number | null {
-  if (q.kind === "fixed-window") return null;
+  if (q.kind === "fixed-window" || q.kind === "sliding-window") return null;
   const seconds = Math.floor(wallMs / 1000);
   const from = Math.floor(seconds / 4);
   const to = Math.floor((3 * seconds) / 4);

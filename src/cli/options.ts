@@ -97,6 +97,7 @@ export const COMMANDS: CommandDef[] = [
       { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
       { name: "quota-start-tokens", type: "string", arg: "N", help: "tokens in the bucket when the first request comes (default: full; 0 = just emptied by another client)" },
       { name: "quota-window", type: "string", arg: "N/S", help: "fixed-window quota instead: N requests per window of S seconds, e.g. 300/10" },
+      { name: "quota-sliding", type: "string", arg: "N/S", help: "sliding-window quota instead: at most N requests in any S seconds (a log of admissions), e.g. 300/10" },
       {
         name: "quota-retry-after",
         type: "string",

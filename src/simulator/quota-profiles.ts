@@ -1,6 +1,6 @@
 /**
  * Server profiles for the quota shapes of issue 10 §2: token buckets with no, a small or a
- * large burst, a fixed window, 429s whose Retry-After is delta-seconds, an HTTP-date or
+ * large burst, a fixed or a sliding window, 429s whose Retry-After is delta-seconds, an HTTP-date or
  * absent, 503 bursts that are not about quota, and a server 20 or 100 ms away. Spread into
  * SERVER_PROFILES (profiles.ts); combine them (`--profile quota-small-burst --profile
  * quota-503-bursts`). The values are examples: the bench's quota matrix picks its own.
@@ -31,6 +31,10 @@ export const QUOTA_PROFILES: Record<string, ServerProfile> = {
   "quota-window-no-retry-after": {
     about: "fixed window: 200 requests per 2 s window, whose 429s carry no Retry-After (the window's end is ours to find)",
     options: { quota: { kind: "fixed-window", requests: 200, windowSeconds: 2, retryAfter: "none" } },
+  },
+  "quota-sliding-window": {
+    about: "sliding window: at most 300 requests in any 10 s (a log of admissions), Retry-After pointing at the oldest one's leaving",
+    options: { quota: { kind: "sliding-window", requests: 300, windowSeconds: 10 } },
   },
   "quota-no-retry-after": {
     about: "token bucket 25 req/s, burst 5, whose 429s carry no Retry-After at all",

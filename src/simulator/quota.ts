@@ -1,5 +1,5 @@
 /**
- * The workspace quota (a token bucket or a fixed window) and the ledger that checks clients
+ * The workspace quota (a token bucket, a fixed window or a sliding window) and the ledger that checks clients
  * honour Retry-After. Both run on the wall clock, not the model's clock: they are about real
  * request timing.
  */
@@ -35,7 +35,15 @@ export interface FixedWindowOptions {
   retryAfter?: RetryAfterForm;
 }
 
-export type QuotaOptions = TokenBucketOptions | FixedWindowOptions;
+export interface SlidingWindowOptions {
+  kind: "sliding-window";
+  /** Requests admitted in any span of `windowSeconds` (a log of admissions, as a Redis sorted set keeps it). */
+  requests: number;
+  windowSeconds: number;
+  retryAfter?: RetryAfterForm;
+}
+
+export type QuotaOptions = TokenBucketOptions | FixedWindowOptions | SlidingWindowOptions;
 
 /** A refusal says how long until a request would be admitted: exactly (ms) and as Retry-After delta-seconds (≥ 1, rounded up). */
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number; waitMs: number };
@@ -125,13 +133,52 @@ export class FixedWindow implements Quota {
   }
 }
 
+/**
+ * At most N requests admitted in any W seconds: a log of admission times, not aligned to any
+ * clock. A refusal points at the moment the oldest admission in the log leaves it. Against a
+ * client that sends each allowance at once it behaves as a fixed window that opens at the
+ * first request; against one that spreads its requests, each admission frees its slot W later.
+ */
+export class SlidingWindow implements Quota {
+  readonly limit: number;
+  readonly windowMs: number;
+  /** Admission times, oldest first, from `head` on (shifted in bulk, not per request). */
+  private log: number[] = [];
+  private head = 0;
+
+  constructor(
+    opts: SlidingWindowOptions,
+    private readonly clock: () => number = () => performance.now(),
+  ) {
+    if (!(opts.requests >= 1) || !Number.isInteger(opts.requests)) throw new RangeError(`requests must be a whole number >= 1, got ${opts.requests}`);
+    if (!(opts.windowSeconds > 0) || !Number.isFinite(opts.windowSeconds)) throw new RangeError(`windowSeconds must be a positive number, got ${opts.windowSeconds}`);
+    this.limit = opts.requests;
+    this.windowMs = opts.windowSeconds * 1000;
+  }
+
+  take(): TakeResult {
+    const now = this.clock();
+    while (this.head < this.log.length && this.log[this.head]! <= now - this.windowMs) this.head++;
+    if (this.head > 1024) {
+      this.log = this.log.slice(this.head);
+      this.head = 0;
+    }
+    if (this.log.length - this.head < this.limit) {
+      this.log.push(now);
+      return { ok: true };
+    }
+    return refusal(this.log[this.head]! + this.windowMs - now);
+  }
+}
+
 /** The quota an options object describes (throws RangeError on bad values). */
 export function createQuota(opts: QuotaOptions, clock?: () => number): Quota {
   if (opts.retryAfter !== undefined && !RETRY_AFTER_FORMS.includes(opts.retryAfter)) {
     throw new RangeError(`retryAfter must be one of ${RETRY_AFTER_FORMS.join(", ")}, got ${JSON.stringify(opts.retryAfter)}`);
   }
   if (opts.kind === "fixed-window") return new FixedWindow(opts, clock);
-  if (opts.kind !== undefined && opts.kind !== "token-bucket") throw new RangeError(`kind must be token-bucket or fixed-window, got ${JSON.stringify(opts.kind)}`);
+  if (opts.kind === "sliding-window") return new SlidingWindow(opts, clock);
+  if (opts.kind !== undefined && opts.kind !== "token-bucket") throw new RangeError(`kind must be token-bucket, fixed-window or sliding-window, got ${JSON.stringify(opts.kind)}`);
   return new TokenBucket(opts, clock);
 }
 

@@ -363,7 +363,7 @@ export class SimServer {
         case "/quota": {
           const body = await readJson(req);
           if (body !== null && (typeof body !== "object" || Array.isArray(body))) {
-            throw new ConfigError("body must be null, {requestsPerSecond, burst?, retryAfter?} or {kind: 'fixed-window', requests, windowSeconds, retryAfter?}");
+            throw new ConfigError("body must be null, {requestsPerSecond, burst?, retryAfter?} or {kind: 'fixed-window' | 'sliding-window', requests, windowSeconds, retryAfter?}");
           }
           const q = body as QuotaOptions | null;
           try {

@@ -24,6 +24,12 @@ describe("leastMs", () => {
     expect(leastMs(q, 1028, 300)).toBe(29_700);
     expect(leastMs(q, 1028, 10_300)).toBe(29_700); // the offset counts within a window
   });
+  it("sliding window: (windows needed − 1) × window from the first request, whatever its offset", () => {
+    const q = { kind: "sliding-window", requests: 250, windowSeconds: 5 } as const;
+    expect(leastMs(q, 250, 0)).toBe(0);
+    expect(leastMs(q, 1240, 0)).toBe(20_000);
+    expect(leastMs(q, 1240, 300)).toBe(20_000);
+  });
 });
 
 describe("steadyShare", () => {
@@ -42,17 +48,19 @@ describe("the cells", () => {
   it("start their simulator with the quota's own flags", () => {
     expect(quotaFlags({ requestsPerSecond: 30, burst: 5, retryAfter: "none" })).toEqual(["--quota-rps", "30", "--quota-burst", "5", "--quota-retry-after", "none"]);
     expect(quotaFlags({ kind: "fixed-window", requests: 300, windowSeconds: 10 })).toEqual(["--quota-window", "300/10"]);
+    expect(quotaFlags({ kind: "sliding-window", requests: 250, windowSeconds: 5 })).toEqual(["--quota-sliding", "250/5"]);
     expect(quotaFlags({ requestsPerSecond: 40, burst: 10, startTokens: 0 })).toEqual(["--quota-rps", "40", "--quota-burst", "10", "--quota-start-tokens", "0"]);
   });
   it("cover the shapes of issue 10 §2, each name once", () => {
     const names = QUOTA_CELLS.map((c) => c.name);
     expect(new Set(names).size).toBe(names.length);
-    const buckets = QUOTA_CELLS.flatMap((c) => (c.quota.kind === "fixed-window" ? [] : [c.quota]));
+    const buckets = QUOTA_CELLS.flatMap((c) => (c.quota.kind === "fixed-window" || c.quota.kind === "sliding-window" ? [] : [c.quota]));
     expect(buckets.some((q) => q.burst === 1)).toBe(true); // no burst
     expect(buckets.some((q) => q.startTokens === 0)).toBe(true); // emptied before the run
     expect(buckets.some((q) => q.burst === q.requestsPerSecond && q.requestsPerSecond >= 100)).toBe(true); // burst = rate
     expect(QUOTA_CELLS.some((c) => c.quota.kind === "fixed-window")).toBe(true);
-    expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none" && c.quota.kind !== "fixed-window")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.quota.kind === "sliding-window")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none" && (c.quota.kind ?? "token-bucket") === "token-bucket")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none" && c.quota.kind === "fixed-window")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date-floor")).toBe(true);

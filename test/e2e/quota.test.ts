@@ -5,7 +5,8 @@
  * 50 requests/s), which takes 80 s by construction; this one sends ~1,000 requests (at ~600, the
  * requests in flight when the bucket first runs dry, up to 16 on a loaded machine, were 2.1 % in a CI run).
  * And a fixed window (100 requests per 3 s): its allowance goes out as each window opens; and one
- * whose 429s name no wait, which the rate climbs back to.
+ * whose 429s name no wait, which the rate climbs back to. And a sliding window (100 in any 4 s),
+ * which no clock aligns.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -127,5 +128,24 @@ describe("workspace quota as a fixed window whose 429s name no wait", () => {
     } finally {
       d.close();
     }
+  });
+});
+
+describe("workspace quota as a sliding window (a log of admissions)", () => {
+  // At most 100 requests in any 4 s, counted from each admission: nothing is aligned to a clock, and a
+  // refusal names the moment the oldest admission leaves the log (whole seconds, rounded up).
+  const SLIDING = { kind: "sliding-window", requests: 100, windowSeconds: 4 } as const;
+  let log: RunningSimulator;
+  beforeAll(async () => {
+    log = await startSimulator({ seed: 16, skus: 120, apiKey: KEY, quota: SLIDING });
+  });
+  afterAll(async () => {
+    await log?.close();
+  });
+
+  it("a full sync under 100 requests in any 4 s ends equal to ground truth with no Retry-After violated", async () => {
+    const { stats } = await fullSync(log, "sliding.db");
+    expect(stats.rateLimited).toBeGreaterThan(0); // the log was reached: the run had to wait it out
+    expect(stats.accepted).toBeGreaterThan(2 * SLIDING.requests); // three windows' worth at least
   });
 });

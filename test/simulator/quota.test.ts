@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
-import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, TokenBucket } from "../../src/simulator/quota.js";
+import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";
@@ -92,6 +92,31 @@ describe("FixedWindow (fake clock)", () => {
     expect(() => createQuota({ requestsPerSecond: 1, retryAfter: "minutes" as never })).toThrow(RangeError);
     expect(createQuota({ kind: "fixed-window", requests: 2, windowSeconds: 1 })).toBeInstanceOf(FixedWindow);
     expect(createQuota({ requestsPerSecond: 1 })).toBeInstanceOf(TokenBucket);
+  });
+});
+
+describe("SlidingWindow (fake clock)", () => {
+  it("admits at most N in any W seconds from the first request on, and points a refusal at the oldest admission's leaving", () => {
+    let now = 5_000;
+    const w = new SlidingWindow({ kind: "sliding-window", requests: 3, windowSeconds: 10 }, () => now);
+    now += 7_250; // unlike a fixed window, nothing is aligned to the quota's start
+    expect(w.take().ok).toBe(true); // at 12.25 s
+    now += 1_000;
+    expect([w.take().ok, w.take().ok]).toEqual([true, true]); // at 13.25 s
+    expect(w.take()).toEqual({ ok: false, waitMs: 9_000, retryAfterSeconds: 9 });
+    now += 9_000; // 22.25 s: the first admission leaves the log, one slot frees
+    expect([w.take().ok, w.take().ok]).toEqual([true, false]);
+    expect(w.take()).toEqual({ ok: false, waitMs: 1_000, retryAfterSeconds: 1 });
+    now += 1_000; // 23.25 s: the two of 13.25 s leave
+    expect([w.take().ok, w.take().ok, w.take().ok]).toEqual([true, true, false]);
+    now += 60_000; // idle: the log empties, a whole allowance at once
+    expect([w.take().ok, w.take().ok, w.take().ok, w.take().ok]).toEqual([true, true, true, false]);
+  });
+
+  it("refuses bad shapes and is what createQuota builds for its kind", () => {
+    expect(() => createQuota({ kind: "sliding-window", requests: 0, windowSeconds: 1 })).toThrow(RangeError);
+    expect(() => createQuota({ kind: "sliding-window", requests: 2, windowSeconds: -1 })).toThrow(RangeError);
+    expect(createQuota({ kind: "sliding-window", requests: 2, windowSeconds: 1 })).toBeInstanceOf(SlidingWindow);
   });
 });
 

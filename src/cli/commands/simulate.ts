@@ -17,19 +17,25 @@ function num(v: unknown, name: string): number | undefined {
   return n;
 }
 
-/** --quota-window, --quota-retry-after, --latency-ms, --latency-jitter-ms (after --profile and --quota-rps). */
+/** N/S of --quota-window or --quota-sliding. */
+function requestsPerWindow(value: string, flag: string): { requests: number; windowSeconds: number } {
+  const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(value.trim());
+  if (!m || Number(m[1]) < 1 || !(Number(m[2]) > 0)) throw new ConfigError(`--${flag}: expected N/S (requests per window of seconds), got "${value}"`);
+  return { requests: Number(m[1]), windowSeconds: Number(m[2]) };
+}
+
+/** --quota-window, --quota-sliding, --quota-retry-after, --latency-ms, --latency-jitter-ms (after --profile and --quota-rps). */
 function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
-  if (window !== undefined) {
-    if (v["quota-rps"] !== undefined) throw new ConfigError("--quota-window and --quota-rps are two quotas: give one");
-    const m = /^(\d+)\/(\d+(?:\.\d+)?)$/.exec(window.trim());
-    if (!m || Number(m[1]) < 1 || !(Number(m[2]) > 0)) throw new ConfigError(`--quota-window: expected N/S (requests per window of seconds), got "${window}"`);
-    opts.quota = { kind: "fixed-window", requests: Number(m[1]), windowSeconds: Number(m[2]) };
-  }
+  const sliding = v["quota-sliding"] as string | undefined;
+  const given = ["quota-rps", "quota-window", "quota-sliding"].filter((k) => v[k] !== undefined);
+  if (given.length > 1) throw new ConfigError(`${given.map((k) => `--${k}`).join(" and ")} are ${given.length} quotas: give one`);
+  if (window !== undefined) opts.quota = { kind: "fixed-window", ...requestsPerWindow(window, "quota-window") };
+  if (sliding !== undefined) opts.quota = { kind: "sliding-window", ...requestsPerWindow(sliding, "quota-sliding") };
   const form = v["quota-retry-after"] as string | undefined;
   if (form !== undefined) {
     if (!RETRY_AFTER_FORMS.includes(form as RetryAfterForm)) throw new ConfigError(`--quota-retry-after: expected ${RETRY_AFTER_FORMS.join(", ")}, got "${form}"`);
-    if (!opts.quota) throw new ConfigError("--quota-retry-after needs a quota (--quota-rps, --quota-window or a quota profile)");
+    if (!opts.quota) throw new ConfigError("--quota-retry-after needs a quota (--quota-rps, --quota-window, --quota-sliding or a quota profile)");
     opts.quota = { ...opts.quota, retryAfter: form as RetryAfterForm };
   }
   const latency = int(v["latency-ms"], "latency-ms");
