@@ -133,6 +133,9 @@ export class FixedWindow implements Quota {
   }
 }
 
+/** Entries that left a sliding window's log are dropped in bulk once this many have (one copy per that many requests, not one shift each). */
+const LOG_COMPACT_AFTER = 1024;
+
 /**
  * At most N requests admitted in any W seconds: a log of admission times, not aligned to any
  * clock. A refusal points at the moment the oldest admission in the log leaves it. Against a
@@ -159,7 +162,7 @@ export class SlidingWindow implements Quota {
   take(): TakeResult {
     const now = this.clock();
     while (this.head < this.log.length && this.log[this.head]! <= now - this.windowMs) this.head++;
-    if (this.head > 1024) {
+    if (this.head > LOG_COMPACT_AFTER) {
       this.log = this.log.slice(this.head);
       this.head = 0;
     }
