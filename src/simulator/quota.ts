@@ -99,6 +99,13 @@ export class TokenBucket implements Quota {
   }
 }
 
+/** A window quota's allowance and length, checked (RangeError on bad values). */
+function windowShape(opts: { requests: number; windowSeconds: number }): { limit: number; windowMs: number } {
+  if (!(opts.requests >= 1) || !Number.isInteger(opts.requests)) throw new RangeError(`requests must be a whole number >= 1, got ${opts.requests}`);
+  if (!(opts.windowSeconds > 0) || !Number.isFinite(opts.windowSeconds)) throw new RangeError(`windowSeconds must be a positive number, got ${opts.windowSeconds}`);
+  return { limit: opts.requests, windowMs: opts.windowSeconds * 1000 };
+}
+
 /** N requests per window of W seconds; a refusal points at the end of the current window. */
 export class FixedWindow implements Quota {
   readonly limit: number;
@@ -111,10 +118,7 @@ export class FixedWindow implements Quota {
     opts: FixedWindowOptions,
     private readonly clock: () => number = () => performance.now(),
   ) {
-    if (!(opts.requests >= 1) || !Number.isInteger(opts.requests)) throw new RangeError(`requests must be a whole number >= 1, got ${opts.requests}`);
-    if (!(opts.windowSeconds > 0) || !Number.isFinite(opts.windowSeconds)) throw new RangeError(`windowSeconds must be a positive number, got ${opts.windowSeconds}`);
-    this.limit = opts.requests;
-    this.windowMs = opts.windowSeconds * 1000;
+    ({ limit: this.limit, windowMs: this.windowMs } = windowShape(opts));
     this.start = clock();
   }
 
@@ -153,10 +157,7 @@ export class SlidingWindow implements Quota {
     opts: SlidingWindowOptions,
     private readonly clock: () => number = () => performance.now(),
   ) {
-    if (!(opts.requests >= 1) || !Number.isInteger(opts.requests)) throw new RangeError(`requests must be a whole number >= 1, got ${opts.requests}`);
-    if (!(opts.windowSeconds > 0) || !Number.isFinite(opts.windowSeconds)) throw new RangeError(`windowSeconds must be a positive number, got ${opts.windowSeconds}`);
-    this.limit = opts.requests;
-    this.windowMs = opts.windowSeconds * 1000;
+    ({ limit: this.limit, windowMs: this.windowMs } = windowShape(opts));
   }
 
   take(): TakeResult {

@@ -1,15 +1,17 @@
 /**
- * `inventory-mirror simulate --quota-start-tokens N`, the real command as a child process: a token
- * bucket that another client (or the run before) has just emptied refuses the first request that
- * comes, however long after the simulator started; a level outside 0..burst, or the flag without a
- * token bucket, is a configuration error (exit 2) that says which.
+ * The simulator's quota flags, the real command as a child process.
+ * `--quota-start-tokens N`: a token bucket that another client (or the run before) has just emptied
+ * refuses the first request that comes, however long after the simulator started; a level outside
+ * 0..burst, or the flag without a token bucket, is a configuration error (exit 2) that says which.
+ * `--quota-sliding N/S`: at most N requests in any S seconds, a refusal naming when the oldest
+ * admission leaves the log; two quotas at once, or a malformed N/S, are configuration errors.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
 import { runCli, spawnCli } from "../helpers/cli.js";
 import { waitFor } from "../helpers/wait-for.js";
 
-const KEY = "sim_e2e_start_tokens_5f4e3d2c1b0a99887766";
+const KEY = "sim_e2e_quota_flags_5f4e3d2c1b0a99887766";
 let child: ChildProcess | null = null;
 
 afterEach(async () => {
@@ -54,5 +56,37 @@ describe("simulate --quota-start-tokens", () => {
     const alone = await runCli(["simulate", "--port", "0", "--quota-start-tokens", "0"]);
     expect(alone.code).toBe(2);
     expect(alone.stderr).toMatch(/--quota-start-tokens needs a token bucket \(--quota-rps\)/);
+  });
+});
+
+describe("simulate --quota-sliding", () => {
+  it("3/600: three requests pass, the fourth is refused with a Retry-After of the oldest admission's leaving (600 s at most)", async () => {
+    child = spawnCli(["simulate", "--port", "0", "--skus", "3", "--quota-sliding", "3/600"], { env: { INVENTORY_API_KEY: KEY } });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    const base = await waitFor(
+      () => /base URL\s+(http:\S+)/.exec(out)?.[1],
+      () => `the simulator's base URL in: ${out}`,
+    );
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    for (let i = 0; i < 4; i++) {
+      const r = await fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${KEY}` } });
+      await r.text();
+      statuses.push(r.status);
+      retryAfter = r.headers.get("retry-after");
+    }
+    expect(statuses).toEqual([200, 200, 200, 429]);
+    expect(Number(retryAfter)).toBeGreaterThan(590);
+    expect(Number(retryAfter)).toBeLessThanOrEqual(600);
+  });
+
+  it("with another quota, or a malformed N/S, is a configuration error saying which", async () => {
+    const two = await runCli(["simulate", "--port", "0", "--quota-sliding", "3/10", "--quota-window", "3/10"]);
+    expect(two.code).toBe(2);
+    expect(two.stderr).toMatch(/--quota-window and --quota-sliding are 2 quotas: give one/);
+    const bad = await runCli(["simulate", "--port", "0", "--quota-sliding", "3 per 10"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--quota-sliding: expected N\/S \(requests per window of seconds\), got "3 per 10"/);
   });
 });
