@@ -3,7 +3,8 @@ import { DEFAULTS } from "../core/defaults.js";
 /**
  * Retry-After in both forms RFC 9110 §10.2.3 allows: delta-seconds ("120") and
  * an HTTP-date ("Wed, 21 Oct 2026 07:28:00 GMT"). Returns the wait in ms from `now`.
- * Decimal seconds ("2.5"), which the RFC does not allow but a server may send, are read as meant.
+ * Decimal seconds ("2.5", "0.05"), which the RFC does not allow but a server may send, are waited
+ * for exactly, as meant.
  * 0, a date in the past, or garbage all yield `minMs`: never a hot retry loop. A date ahead
  * is waited for exactly, even under `minMs`: it names the moment itself, to the second (a
  * bucket refilling 50 tokens a second names the next whole second, 0–1 s away, and a floor of
@@ -28,11 +29,14 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
   if (value == null) return null;
   const v = value.trim();
   if (v === "") return minMs;
-  // RFC 9110 allows only whole seconds; a server that sends a decimal ("1.5") still means that
-  // many seconds, and reading it as garbage (the 1 s floor) would send before a wait over a second ended.
-  if (/^\d+(\.\d+)?$/.test(v)) {
-    const s = Number(v);
-    return Math.max(minMs, Math.ceil(s * 1000));
+  if (/^\d+$/.test(v)) return Math.max(minMs, Number(v) * 1000);
+  // RFC 9110 allows only whole seconds; a server that sends a decimal ("1.5") still means that many
+  // seconds: read as garbage (the floor), a wait over a second was cut short. Above 0 it names the
+  // wait to the millisecond, as a date ahead names the moment: waited exactly, without the floor
+  // (a bucket naming 0.05 s would otherwise cost a second per 429).
+  if (/^\d+\.\d+$/.test(v)) {
+    const ms = Math.ceil(Number(v) * 1000);
+    return ms > 0 ? ms : minMs;
   }
   // Only accept things that look like dates; Date.parse is lenient with junk such as "5 apples".
   if (/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v)) {

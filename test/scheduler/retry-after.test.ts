@@ -29,10 +29,11 @@ describe("retryAfterMs", () => {
       else process.env.TZ = zone;
     }
   });
-  it("decimal seconds, outside the RFC's form, are waited for as meant: 2.5 is not the 1 s floor", () => {
+  it("decimal seconds, outside the RFC's form, are waited for exactly as named: 2.5 is not the 1 s floor, nor is 0.4 raised to it; 0.0 is 0 and gets the floor", () => {
     expect(retryAfterMs("2.5", now, 1_000)).toBe(2_500);
     expect(retryAfterMs(" 1.25 ", now, 0)).toBe(1_250);
-    expect(retryAfterMs("0.4", now, 1_000)).toBe(1_000);
+    expect(retryAfterMs("0.4", now, 1_000)).toBe(400);
+    expect(retryAfterMs("0.0", now, 1_000)).toBe(1_000);
     expect(retryAfterMs("0.4", now, 0)).toBe(400);
     expect(retryAfterMs("1.", now, 1_000)).toBe(1_000);
   });
