@@ -4,9 +4,12 @@
  * a server 100 ms away at 100 req/s needs 10. The limit follows the measured latency (the
  * median of recent round trips) between a floor and the configured ceiling (`concurrency`).
  * With no send rate of our own yet (no 429 seen), it sizes for UNPACED_RPS: on loopback that is
- * the floor (4 in flight at 2 ms is 2,000 req/s), 100 ms away it is 32. Growing by slow start
- * instead would grow on loopback too (there throughput × latency is the in-flight count
- * itself), and every request in flight at the first 429 is a 429.
+ * the floor (4 in flight at 2 ms is 2,000 req/s), 100 ms away it is 32. It gets there by slow
+ * start, one more per request that passed (doubling each round trip), because every request in
+ * flight when the bucket runs dry is a 429: 200 ms away with a ceiling of 64, the first wave
+ * of 62 drew 42 429s from a bucket of 20, and a 5 req/s bucket without burst drew 59 429s in a
+ * run of 185 requests (7 with slow start). Slow start alone, without the UNPACED_RPS sizing,
+ * would grow on loopback too (there throughput × latency is the in-flight count itself).
  */
 
 /** Headroom over rate × latency: latency varies, and a burst after a pause wants more at once. */
@@ -23,6 +26,8 @@ const UNPACED_RPS = 200;
 
 export class ConcurrencyLimit {
   private readonly rtts: number[] = [];
+  /** Requests that passed the quota so far: unpaced, the limit grows by one per pass (slow start). */
+  private passes = 0;
 
   constructor(
     private readonly floor: number,
@@ -32,6 +37,11 @@ export class ConcurrencyLimit {
   answer(sentAt: number, answeredAt: number): void {
     this.rtts.push(Math.max(0, answeredAt - sentAt));
     if (this.rtts.length > SAMPLES) this.rtts.shift();
+  }
+
+  /** A request passed the quota. */
+  passed(): void {
+    this.passes++;
   }
 
   /** Median round trip in ms (0 before the first answer). */
@@ -60,7 +70,8 @@ export class ConcurrencyLimit {
   limit(rate: number | null): number {
     const latencyS = (rate === null ? this.shortestMs : this.latencyMs) / 1000;
     const target = rate ?? UNPACED_RPS;
-    const want = Math.ceil(target * latencyS * HEADROOM) + EXTRA;
+    let want = Math.ceil(target * latencyS * HEADROOM) + EXTRA;
+    if (rate === null) want = Math.min(want, this.floor + this.passes);
     return Math.max(Math.min(this.floor, this.ceiling), Math.min(this.ceiling, want));
   }
 }

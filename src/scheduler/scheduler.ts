@@ -377,6 +377,7 @@ export class RequestScheduler {
     const now = this.clock.now();
     this.concurrency.answer(sentAt, now);
     if (!passed) return;
+    this.concurrency.passed();
     const before = this.control.current;
     this.control.passed(sentAt);
     // A pass can say a window opened again (429s naming no wait, rate-control.ts refusalEnded).

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { ConcurrencyLimit } from "../../src/scheduler/concurrency.js";
+
+/** Round trips of `ms` each, answered now. */
+function answered(limit: ConcurrencyLimit, ms: number, n: number): void {
+  for (let i = 0; i < n; i++) limit.answer(1_000, 1_000 + ms);
+}
+
+describe("ConcurrencyLimit", () => {
+  it("on loopback keeps the floor, unpaced or at any rate below a thousand per second", () => {
+    const limit = new ConcurrencyLimit(4, 32);
+    answered(limit, 2, 10);
+    for (let i = 0; i < 100; i++) limit.passed();
+    expect(limit.limit(null)).toBe(4);
+    expect(limit.limit(200)).toBe(4);
+  });
+
+  it("unpaced behind latency grows by one per request that passed, up to the sizing for 200 req/s", () => {
+    const limit = new ConcurrencyLimit(4, 64);
+    answered(limit, 100, 4);
+    // 200 req/s × 0.1 s × 1.5 + 2 = 32, reached only as requests pass.
+    expect(limit.limit(null)).toBe(4);
+    for (let i = 0; i < 4; i++) limit.passed();
+    expect(limit.limit(null)).toBe(8);
+    for (let i = 0; i < 8; i++) limit.passed();
+    expect(limit.limit(null)).toBe(16);
+    for (let i = 0; i < 100; i++) limit.passed();
+    expect(limit.limit(null)).toBe(32);
+  });
+
+  it("at a rate of our own follows rate × latency × 1.5 + 2, capped by the ceiling", () => {
+    const limit = new ConcurrencyLimit(4, 32);
+    answered(limit, 100, 8);
+    expect(limit.limit(100)).toBe(17);
+    expect(limit.limit(200)).toBe(32);
+    expect(new ConcurrencyLimit(4, 16).limit(200)).toBe(4);
+  });
+});
