@@ -110,6 +110,14 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 100, burst: 20 },
     args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
   },
+  {
+    name: "bucket-200-burst-100-latency-100ms",
+    about: "token bucket 200 req/s, burst 100, responses 100 ± 10 ms late (a generous quota: 20 in flight needed at its rate)",
+    skus: 2000,
+    seed: 127,
+    quota: { requestsPerSecond: 200, burst: 100 },
+    args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
+  },
 ];
 
 export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429: 0.02, violations: 0 } as const;
