@@ -5,8 +5,9 @@ export const DEFAULTS = {
   /** Where the mirror lives unless --db / INVENTORY_DB / config.db say otherwise. */
   dbPath: "./data/inventory.db",
   /**
-   * Ceiling of requests in flight (and per-SKU workers). The scheduler keeps fewer in flight
-   * when fewer reach the rate (Little's law: rate × latency × 1.5 + 2; 4 on loopback); 32 reaches
+   * Ceiling of requests in flight (and per-SKU workers; the SKUs they hold at once follow the
+   * requests allowed in flight, plus 4). The scheduler keeps fewer in flight when fewer reach the
+   * rate (Little's law: rate × latency × 1.5 + 2; 4 on loopback); 32 reaches
    * 200 req/s against a server 100 ms away, or 100 req/s 200 ms away (16 capped that at 80 req/s:
    * 1.38x its least time). Not 64: behind 200 ms every request in flight when the quota runs dry
    * is a 429, and at 64 a 100 req/s bucket drew 2.5 % 429s where 32 drew 1.3 %.

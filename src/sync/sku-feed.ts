@@ -28,12 +28,31 @@ export class SkuFeed {
    * Any abort (a signal, a fatal error) releases a producer blocked on a full queue: the
    * workers stop taking, and what was queued stays queued in sku_sync for the next run.
    */
+  /** SKUs in workers' hands now (taken, not yet released), and the workers waiting for that to fall under `inHandLimit`. */
+  private inHand = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  /**
+   * `inHandLimit`: how many SKUs the workers may hold at once, read at each take. The workers are
+   * as many as the most requests ever allowed in flight (each SKU's requests go one after another),
+   * but fewer SKUs in hand than workers when fewer requests can be in flight: a SKU taken only waits
+   * for a request slot, and when a run is stopped (a signal, --max-requests spent) what each SKU in
+   * hand fetched so far is fetched again by the next run.
+   */
   constructor(
     readonly capacity: number,
-    signal: AbortSignal,
+    private readonly signal: AbortSignal,
+    private readonly inHandLimit: () => number = () => Infinity,
   ) {
     this.queue = new WorkQueue<QueuedSku>(capacity);
-    signal.addEventListener("abort", () => this.queue.clear(), { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        this.queue.clear();
+        this.wake();
+      },
+      { once: true },
+    );
   }
 
   /** Queue a SKU unless this run already has it in hand or settled it; false when it was not queued. */
@@ -45,14 +64,31 @@ export class SkuFeed {
     return true;
   }
 
-  take(): Promise<IteratorResult<QueuedSku>> {
-    return this.queue.take();
+  /** The next SKU, once fewer than `inHandLimit` are in workers' hands; done when the feed is drained or the run stopped. */
+  async take(): Promise<IteratorResult<QueuedSku>> {
+    while (this.inHand >= Math.max(1, this.inHandLimit()) && !this.signal.aborted) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    // Counted before the wait for the queue, so that workers woken together do not all pass the check.
+    this.inHand++;
+    const next = await this.queue.take();
+    if (next.done) this.putDown();
+    return next;
   }
 
   /** A SKU left a worker's hands: fetched (the database now says so), or settled for this run. */
   release(id: string, fetched: boolean): void {
     this.active.delete(id);
     if (!fetched) this.settled.add(id);
+    this.putDown();
+  }
+
+  private putDown(): void {
+    this.inHand--;
+    this.wake();
+  }
+
+  /** Every waiting worker checks the limit again (it may have grown, too). */
+  private wake(): void {
+    for (const resolve of this.waiting.splice(0)) resolve();
   }
 
   /** Nothing more will be queued: the workers drain what is left. */

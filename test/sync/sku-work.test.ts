@@ -70,4 +70,33 @@ describe("SkuFeed", () => {
     expect(returned).toBe(true);
     expect(await feed.take()).toEqual({ done: true, value: undefined });
   });
+
+  it("hands out no more SKUs than its in-hand limit at once, the limit read afresh at each release", async () => {
+    let limit = 2;
+    const feed = new SkuFeed(10, new AbortController().signal, () => limit);
+    for (const id of ["a", "b", "c", "d"]) await feed.offer(id);
+    const taken: string[] = [];
+    const takes = Array.from({ length: 4 }, () => feed.take().then((n) => taken.push(n.value!.id)));
+    await new Promise((r) => setImmediate(r));
+    expect(taken).toEqual(["a", "b"]);
+    feed.release("a", true);
+    await new Promise((r) => setImmediate(r));
+    expect(taken).toEqual(["a", "b", "c"]);
+    // A limit that grew (more requests allowed in flight) lets the waiting worker through at the next release.
+    limit = 4;
+    feed.release("b", true);
+    await Promise.all(takes);
+    expect(taken).toEqual(["a", "b", "c", "d"]);
+  });
+
+  it("an abort wakes the workers waiting for the in-hand limit, and they find the feed done", async () => {
+    const ac = new AbortController();
+    const feed = new SkuFeed(10, ac.signal, () => 1);
+    await feed.offer("a");
+    await feed.offer("b");
+    expect((await feed.take()).value?.id).toBe("a");
+    const waiting = feed.take();
+    ac.abort();
+    expect(await waiting).toEqual({ done: true, value: undefined });
+  });
 });
