@@ -36,6 +36,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
+import { DEFAULTS } from "../core/defaults.js";
 import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
 import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCell, summariseMatrix, type CellResult } from "./quota-matrix.js";
 import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
@@ -190,7 +191,7 @@ async function throughput(sim: Simulator, N: number): Promise<string> {
   const profile = values.profile ? await profiledSync(sim) : null;
   const skusPerS = median(runs.map((r) => r.skusPerS));
   results.throughput = {
-    setup: { skus: N, quota: "none", flags: "sync --full (defaults: concurrency 4)" },
+    setup: { skus: N, quota: "none", flags: `sync --full (defaults: concurrency ${DEFAULTS.concurrency})` },
     runs,
     median: {
       skusPerS,
