@@ -181,6 +181,8 @@ export class RequestScheduler {
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
   private inFlight = 0;
+  /** Requests waiting out a backoff of their own (a 503 without Retry-After, a network error), their slots freed meanwhile. */
+  private waitingAlone = 0;
   /**
    * Answers seen to be 429/503 whose handling has not finished. No grant while any is open:
    * the connection that carried it is back in the pool as soon as its body is read, before
@@ -236,6 +238,11 @@ export class RequestScheduler {
     return this.concurrency.limit(this.currentRate);
   }
 
+  /** Requests waiting out a backoff of their own now: they hold no in-flight slot, but their callers' work stays in hand. */
+  get requestsWaitingAlone(): number {
+    return this.waitingAlone;
+  }
+
   /** The caller expects about `requests` more requests in this run (null: unknown): whether finding the quota more closely is worth a 429's pause. */
   expectRemaining(requests: number | null): void {
     this.control.expectRemaining(requests);
@@ -285,8 +292,13 @@ export class RequestScheduler {
           slot = false;
           this.inFlight--;
           this.lastAnswerAt = this.clock.now();
+          this.waitingAlone++;
           this.pump();
-          await this.clock.sleep(waitMs.ms, signal);
+          try {
+            await this.clock.sleep(waitMs.ms, signal);
+          } finally {
+            this.waitingAlone--;
+          }
         }
       } finally {
         if (slot) {

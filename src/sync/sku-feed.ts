@@ -9,6 +9,9 @@
  */
 import { WorkQueue } from "./queue.js";
 
+/** A worker waiting for the in-hand limit reads it again at least this often (see the constructor). */
+const RECHECK_MS = 100;
+
 export interface QueuedSku {
   id: string;
   /** Walk the whole history even in an incremental run (rotating re-verification). */
@@ -24,20 +27,21 @@ export class SkuFeed {
   /** SKUs queued in this run so far. */
   enqueued = 0;
 
-  /**
-   * Any abort (a signal, a fatal error) releases a producer blocked on a full queue: the
-   * workers stop taking, and what was queued stays queued in sku_sync for the next run.
-   */
   /** SKUs in workers' hands now (taken, not yet released), and the workers waiting for that to fall under `inHandLimit`. */
   private inHand = 0;
   private readonly waiting: Array<() => void> = [];
 
   /**
+   * Any abort (a signal, a fatal error) releases a producer blocked on a full queue: the
+   * workers stop taking, and what was queued stays queued in sku_sync for the next run.
+   *
    * `inHandLimit`: how many SKUs the workers may hold at once, read at each take. The workers are
    * as many as the most requests ever allowed in flight (each SKU's requests go one after another),
    * but fewer SKUs in hand than workers when fewer requests can be in flight: a SKU taken only waits
    * for a request slot, and when a run is stopped (a signal, --max-requests spent) what each SKU in
-   * hand fetched so far is fetched again by the next run.
+   * hand fetched so far is fetched again by the next run. A waiting worker reads the limit again at
+   * each release and at least every RECHECK_MS: it can grow with no SKU released (the rate rising,
+   * or requests starting to wait out a backoff of their own).
    */
   constructor(
     readonly capacity: number,
@@ -66,7 +70,7 @@ export class SkuFeed {
 
   /** The next SKU, once fewer than `inHandLimit` are in workers' hands; done when the feed is drained or the run stopped. */
   async take(): Promise<IteratorResult<QueuedSku>> {
-    while (this.inHand >= Math.max(1, this.inHandLimit()) && !this.signal.aborted) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    while (this.inHand >= Math.max(1, this.inHandLimit()) && !this.signal.aborted) await this.nextCheck();
     // Counted before the wait for the queue, so that workers woken together do not all pass the check.
     this.inHand++;
     const next = await this.queue.take();
@@ -84,6 +88,18 @@ export class SkuFeed {
   private putDown(): void {
     this.inHand--;
     this.wake();
+  }
+
+  /** Resolves at the next release or abort, or after RECHECK_MS. */
+  private nextCheck(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, RECHECK_MS);
+      timer.unref();
+      this.waiting.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
   }
 
   /** Every waiting worker checks the limit again (it may have grown, too). */

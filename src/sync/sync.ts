@@ -80,8 +80,9 @@ export interface SyncResult extends RunCounters {
 /** Ids buffered between the list walk and the workers. */
 const QUEUE_CAPACITY = 2_000;
 /**
- * SKUs in workers' hands beyond the requests allowed in flight: a SKU between two requests (its
- * answer parsed, checked, saved) holds no request slot, and the next SKU should be ready to send.
+ * SKUs in workers' hands beyond the requests allowed in flight and those waiting out a backoff of
+ * their own (their slots go to others meanwhile): a SKU between two requests (its answer parsed,
+ * checked, saved) holds no request slot, and the next SKU should be ready to send.
  */
 const SKUS_BEYOND_IN_FLIGHT = 4;
 /** How often run counters are written while a run is going. */
@@ -236,7 +237,7 @@ function createRunContext(p: { opts: SyncOptions; run: RunState; store: Store; a
     planner: incremental ? planIncremental(p.run) : planFull(p.run),
     deleteAfterMisses: incremental ? 2 : 1,
     stop: p.stop,
-    feed: new SkuFeed(QUEUE_CAPACITY, p.stop.signal, () => p.api.scheduler.inFlightLimit + SKUS_BEYOND_IN_FLIGHT),
+    feed: new SkuFeed(QUEUE_CAPACITY, p.stop.signal, () => p.api.scheduler.inFlightLimit + p.api.scheduler.requestsWaitingAlone + SKUS_BEYOND_IN_FLIGHT),
     tally: newTally(),
   };
 }

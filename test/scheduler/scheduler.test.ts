@@ -245,7 +245,12 @@ describe("request scheduler", () => {
       signal,
     );
     const t0 = clock.t;
+    // Counted as waiting alone while it waits (the sync lets one more SKU into workers' hands for it), and no longer after.
+    const waitingSeen: number[] = [];
+    void failing.finally(() => waitingSeen.push(s.requestsWaitingAlone));
+    void other.finally(() => waitingSeen.push(s.requestsWaitingAlone));
     const results = await drive(clock, [failing, other]);
+    expect(waitingSeen).toEqual([1, 0]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
     // One slot: the other request went out during the backoff (at once), not after it (the backoff is 500 ms: random 0.5 × 1 s).
     expect(events).toEqual([`failing sent at ${t0}`, `other sent at ${t0}`, `failing sent at ${t0 + 500}`]);

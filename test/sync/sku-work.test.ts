@@ -3,7 +3,7 @@
  * only that SKU (it stays queued), and which mean it is gone from the server. And the feed
  * between the list walk and the workers (src/sync/sku-feed.ts): a SKU is in hand at most once.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { ApiError, StoreError, type ApiErrorKind } from "../../src/core/errors.js";
 import type { EndpointName } from "../../src/core/defaults.js";
 import { classifySkuError } from "../../src/sync/sku-work.js";
@@ -74,19 +74,41 @@ describe("SkuFeed", () => {
   it("hands out no more SKUs than its in-hand limit at once, the limit read afresh at each release", async () => {
     let limit = 2;
     const feed = new SkuFeed(10, new AbortController().signal, () => limit);
-    for (const id of ["a", "b", "c", "d"]) await feed.offer(id);
+    for (const id of ["a", "b", "c", "d", "e"]) await feed.offer(id);
     const taken: string[] = [];
-    const takes = Array.from({ length: 4 }, () => feed.take().then((n) => taken.push(n.value!.id)));
+    const takes = Array.from({ length: 5 }, () => feed.take().then((n) => taken.push(n.value!.id)));
     await new Promise((r) => setImmediate(r));
     expect(taken).toEqual(["a", "b"]);
+    // One released under the same limit: one more taken, not two.
     feed.release("a", true);
     await new Promise((r) => setImmediate(r));
     expect(taken).toEqual(["a", "b", "c"]);
-    // A limit that grew (more requests allowed in flight) lets the waiting worker through at the next release.
+    // The limit grew (more requests allowed in flight): at the next release two go through, as the new limit allows.
     limit = 4;
     feed.release("b", true);
     await Promise.all(takes);
-    expect(taken).toEqual(["a", "b", "c", "d"]);
+    expect(taken).toEqual(["a", "b", "c", "d", "e"]);
+  });
+
+  it("a worker waiting for the in-hand limit sees it grow with no SKU released (a request starting a backoff of its own)", async () => {
+    vi.useFakeTimers();
+    try {
+      let limit = 1;
+      const feed = new SkuFeed(10, new AbortController().signal, () => limit);
+      await feed.offer("a");
+      await feed.offer("b");
+      expect((await feed.take()).value?.id).toBe("a");
+      let second: string | undefined;
+      const waiting = feed.take().then((n) => (second = n.value?.id));
+      await vi.advanceTimersByTimeAsync(500);
+      expect(second).toBeUndefined();
+      limit = 2;
+      await vi.advanceTimersByTimeAsync(500);
+      await waiting;
+      expect(second).toBe("b");
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("an abort wakes the workers waiting for the in-hand limit, and they find the feed done", async () => {
