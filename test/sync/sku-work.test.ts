@@ -83,11 +83,13 @@ describe("SkuFeed", () => {
     feed.release("a", true);
     await new Promise((r) => setImmediate(r));
     expect(taken).toEqual(["a", "b", "c"]);
-    // The limit grew (more requests allowed in flight): at the next release two go through, as the new limit allows.
+    // The limit grew (more requests allowed in flight): at the next release two go through at once, as the new
+    // limit allows (within the turn, not at the waiting workers' RECHECK_MS re-read).
     limit = 4;
     feed.release("b", true);
-    await Promise.all(takes);
+    await new Promise((r) => setImmediate(r));
     expect(taken).toEqual(["a", "b", "c", "d", "e"]);
+    await Promise.all(takes);
   });
 
   it("a worker waiting for the in-hand limit sees it grow with no SKU released (a request starting a backoff of its own)", async () => {
