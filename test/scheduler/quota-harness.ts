@@ -243,6 +243,8 @@ export interface RunOptions {
   timerLateMs?: number;
   /** The work left told to the scheduler after each request, as the sync does (`requests` left): this many times it (default 1), or nothing (null). */
   workLeftScale?: number | null;
+  /** A cold start, as the real CLI's: the first `requests` go one at a time, `gapMs` apart (a list page, a cold process). */
+  coldStart?: { requests: number; gapMs: number };
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
@@ -272,9 +274,20 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   let lastDone = start;
   let failure: unknown = null;
   const ac = new AbortController();
+  let cold: Promise<void> = Promise.resolve();
   const worker = async () => {
     while (next < shape.requests) {
       next++;
+      if (opts.coldStart && next <= opts.coldStart.requests) {
+        cold = cold.then(async () => {
+          await clock.sleep(opts.coldStart!.gapMs);
+          await scheduler.run("detail", () => server.request(), ac.signal);
+        });
+        await cold;
+        done++;
+        continue;
+      }
+      await cold;
       await scheduler.run("detail", () => server.request(), ac.signal);
       done++;
       if (opts.workLeftScale !== null) scheduler.expectRemaining((shape.requests - done) * (opts.workLeftScale ?? 1));
