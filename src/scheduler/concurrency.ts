@@ -4,12 +4,15 @@
  * a server 100 ms away at 100 req/s needs 10. The limit follows the measured latency (the
  * median of recent round trips) between a floor and the configured ceiling (`concurrency`).
  * With no send rate of our own yet (no 429 seen), it sizes for UNPACED_RPS: on loopback that is
- * the floor (4 in flight at 2 ms is 2,000 req/s), 100 ms away it is 32. It gets there by slow
+ * the floor (4 in flight at 2 ms is 2,000 req/s), 100 ms away it is 22. It gets there by slow
  * start, one more per request that passed (doubling each round trip), because every request in
  * flight when the bucket runs dry is a 429: 200 ms away with a ceiling of 64, the first wave
  * of 62 drew 42 429s from a bucket of 20, and a 5 req/s bucket without burst drew 59 429s in a
  * run of 185 requests (7 with slow start). Slow start alone, without the UNPACED_RPS sizing,
  * would grow on loopback too (there throughput × latency is the in-flight count itself).
+ * Unpaced, without HEADROOM: what is in flight beyond the quota's share of a round trip when
+ * the bucket runs dry comes back 429: 100 ms away a 100/s bucket of 100 refused 19 of its first
+ * wave with the headroom, 11 without (harness), and 200 req/s still has 22 in flight for its 20.
  */
 
 /** Headroom over rate × latency: latency varies, and a burst after a pause wants more at once. */
@@ -70,7 +73,7 @@ export class ConcurrencyLimit {
   limit(rate: number | null): number {
     const latencyS = (rate === null ? this.shortestMs : this.latencyMs) / 1000;
     const target = rate ?? UNPACED_RPS;
-    let want = Math.ceil(target * latencyS * HEADROOM) + EXTRA;
+    let want = Math.ceil(target * latencyS * (rate === null ? 1 : HEADROOM)) + EXTRA;
     if (rate === null) want = Math.min(want, this.floor + this.passes);
     return Math.max(Math.min(this.floor, this.ceiling), Math.min(this.ceiling, want));
   }

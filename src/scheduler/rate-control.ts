@@ -58,6 +58,21 @@ const RAMP_STEP_SENDS = 1;
  * 5 req/s quota without burst took 5 s to reach from 1 req/s, and a 100 req/s one 7 s.
  */
 const RAMP_FACTOR = 2;
+/**
+ * ...but by this factor only, at and above the rate the run's first segment passed at (its passes
+ * over its length: a bucket that held much, a large one, stretches it). There a step above the
+ * quota draws no 429 until the server's bucket has drained, which a large bucket makes longer than
+ * a step, and the ramp doubled on: 100 ms away a 50/s bucket of 50 was sent at 284 req/s when its
+ * 429 came, and each request in flight beyond the quota's share was refused (22 of 32).
+ */
+const RAMP_FACTOR_ABOVE_FIRST = 1.25;
+/**
+ * ...where the rate keeps at least this many requests in flight (rate × the shortest round trip): each
+ * request in flight beyond the quota's share when the bucket runs dry is a 429. On loopback an overshoot
+ * costs its pause and a request or two, and the slower steps cost time: 200/s burst 20 went from
+ * 1.21x to 1.32x its least time.
+ */
+const RAMP_CAREFUL_IN_FLIGHT = 2;
 
 /** A rate sent at this long without a 429 is taken as within the quota... */
 const QUIET_MS = 2_000;
@@ -202,6 +217,8 @@ export interface RoundTrips {
   readonly spreadMs: number;
   /** The shortest recent round trip (ms): the distance to the server, without a cold process's first answers or a queue. */
   readonly shortestMs: number;
+  /** The most requests ever in flight at once (the configured ceiling); absent: no such bound. */
+  readonly ceiling?: number;
 }
 
 const NO_ROUND_TRIPS: RoundTrips = { latencyMs: 0, spreadMs: 0, shortestMs: 0 };
@@ -213,6 +230,8 @@ export class RateControl {
   private burstLow = 1;
   private burstHigh = Infinity;
   private firstSentAt: number | null = null;
+  /** The run's first segment's passes over its length (req/s), once a 429 closed it (rampStep). */
+  private firstSegmentRate = Infinity;
   /** The last pause every worker took for a 429 (ms). */
   private lastPauseMs = 1_000;
   /** Requests the caller still expects to send (expectRemaining), null when it has not said. */
@@ -483,6 +502,7 @@ export class RateControl {
     this.learnFromCycle(sentAt);
     this.learnFromCounts(sentAt);
     this.learnBurst(sentAt);
+    if (seg?.fromFull && sentAt - seg.startAt >= COUNT_MIN_MS) this.firstSegmentRate = seg.passes / ((sentAt - seg.startAt) / 1000);
     const rate = this.setting.rate;
     const phase = this.setting.phase;
     this.evidence.closeAt(sentAt);
@@ -662,7 +682,10 @@ export class RateControl {
         // The carry follows the rate: a ramp that began below CARRY_FROM_RATE and kept the carry it
         // began with sent 185 req/s at 243 set (whole-millisecond timers, late), never reached a
         // 200 req/s quota, and so never learnt it.
-        if (kept) this.setting = { ...s, rate: s.rate * RAMP_FACTOR, carry: this.carryAt(s.rate * RAMP_FACTOR) };
+        if (kept) {
+          const next = this.rampStep(s.rate);
+          this.setting = { ...s, rate: next, carry: this.carryAt(next) };
+        }
       }
     } else if (s.phase === "probe" || s.phase === "hold") {
       this.learnFromCounts(now);
@@ -680,6 +703,14 @@ export class RateControl {
       this.probe(now);
     }
     return this.setting.rate !== before;
+  }
+
+  /** The ramp's next rate after `rate`: doubling, but far from the server only up to the first segment's rate and slower from there (RAMP_FACTOR_ABOVE_FIRST). */
+  private rampStep(rate: number): number {
+    const first = this.firstSegmentRate;
+    if ((rate * this.roundTrips.shortestMs) / 1000 < RAMP_CAREFUL_IN_FLIGHT) return rate * RAMP_FACTOR;
+    if (rate >= first) return rate * RAMP_FACTOR_ABOVE_FIRST;
+    return Math.min(rate * RAMP_FACTOR, first);
   }
 
   /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
@@ -796,7 +827,18 @@ export class RateControl {
       if (at > sentAt) break;
       most = Math.max(most, r ?? Infinity);
     }
-    return most > 0 && Number.isFinite(most) ? most : current;
+    return Math.min(most > 0 && Number.isFinite(most) ? most : current, this.mostSendable);
+  }
+
+  /**
+   * The fastest we can send at all: no more than the in-flight ceiling goes out within a round trip.
+   * A rate set above it went out at this. 100 ms away with 32 in flight, the ramp set 784 req/s and sent
+   * 320; taken as the rate that drew the 429, its bracket was [87, 784], the next probe (the ramp's step
+   * before, 392) went out at 320 again, and each of those 429 episodes refused 20 requests in flight.
+   */
+  private get mostSendable(): number {
+    const { ceiling, shortestMs } = this.roundTrips;
+    return ceiling !== undefined && shortestMs > 0 ? (ceiling * 1000) / shortestMs : Infinity;
   }
 
   /**
