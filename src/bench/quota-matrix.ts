@@ -118,6 +118,22 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 200, burst: 100 },
     args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
   },
+  {
+    name: "bucket-100-burst-100-latency-100ms",
+    about: "token bucket 100 req/s, burst 100, responses 100 ± 10 ms late, at the issue's 600-SKU size (every request in flight beyond the quota's share when the bucket runs dry is a 429)",
+    skus: 600,
+    seed: 131,
+    quota: { requestsPerSecond: 100, burst: 100 },
+    args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
+  },
+  {
+    name: "bucket-60-no-burst-latency-20ms",
+    about: "token bucket 60 req/s, no burst (1), responses 20 ± 2 ms late (two requests decided within a token interval: a 429 and a second's pause)",
+    skus: 600,
+    seed: 133,
+    quota: { requestsPerSecond: 60, burst: 1 },
+    args: ["--latency-ms", "20", "--latency-jitter-ms", "2"],
+  },
 ];
 
 export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429: 0.02, violations: 0 } as const;
