@@ -135,16 +135,17 @@ const CARRY_MIN_BURST_HIGH = 4;
  * trip too (loopback at 100 req/s: 2-3 ms of 10, 80-85 req/s sent where the pacer alone, refused in
  * pairs, held 44). The shortest recent round trip, not the median: a cold process's first answers
  * (20-50 ms) kept the median over the share at 16 req/s, and in two real runs of four the run never
- * came to pace from answers. Up to 1.5 (until 2026-11-27 0.5): on a server the round trips show far (a round trip then fills the interval,
- * and paced from answers the rate is at most about one over it): a stall on the way that brings two
- * decisions within a token interval refuses the pair, each refusal a second's pause, and from answers no
- * stall can. 60 req/s without burst 20 ms away, real: paced by send times alone 27 req/s held (a 429 at
- * 32 req/s, sent 32 ms after a request whose round trip took 43 ms, set the bounds' top there), 2.3-2.5x
- * its least time; from answers 42-43 req/s, 1.6-1.7x. Harness with 5 % of requests up to 20 ms late:
- * 50/s 20 ms away 2.32 -> 1.35x, 100/s 3.81 -> 2.19x. Without any stall the pacer alone does better there
- * (harness 100/s 20 ms away 1.44x against 2.15x; 20/s 100 ms away 1.38x against 2.10x), but a loaded
- * machine has them, and choosing by the round trips' spread switched modes back and forth (60/s: 39 s, 20 × 429).
- * At 1 (from answers only where it can send about the rate): 60/s 37.0 s, 100/s 54.6 s; at 1.5 33.7-34.7 s and 51.5 s.
+ * came to pace from answers.
+ * 1.5 (0.5 until 2026-11-27): beyond half an interval, paced from answers the rate is at most about
+ * one over the round trip, but paced by send times a stall on the way that brings two decisions within
+ * a token interval refuses the pair (a second's pause each), and a loaded machine has such stalls.
+ * 60 req/s without burst 20 ms away, real: by send times 27 req/s held (a 429 at 32 req/s, sent 32 ms
+ * after a request whose round trip took 43 ms, set the bounds' top there), 2.3-2.5x its least time;
+ * from answers 42-43 req/s, 1.6-1.7x. Harness with 5 % of requests up to 20 ms late: 50/s 20 ms away
+ * 2.32 -> 1.35x, 100/s 3.81 -> 2.19x. Without any stall the pacer alone does better (harness 100/s
+ * 20 ms away 1.44x against 2.15x; 20/s 100 ms away 1.38x against 2.10x). Chosen by the round trips'
+ * spread, the modes switched back and forth (60/s: 39 s, 20 × 429); at 1: 60/s 37.0 s, 100/s 54.6 s;
+ * at 1.5: 33.7-34.7 s and 51.5 s.
  */
 const SPACED_MAX_LATENCY_SHARE = 1.5;
 /**
