@@ -50,8 +50,8 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     // The three one at a time passed, so the first segment's count (burstHigh 4) let the pacer carry 0.9 of a
     // token at 50 req/s and up, though of the wave only one passed: every pause ended with a pair 2 ms apart, the
     // second refused, another second's pause. 200 req/s: a round trip is 4 token intervals, too many to pace from
-    // answers (SPACED_MAX_LATENCY_SHARE), so the pacer alone paces it. Before: 4.15x (100 req/s, then paced by send
-    // times alone too: 2.35x here, a real run 3.7x).
+    // answers (SPACED_MAX_LATENCY_SHARE), so the pacer alone paces it. With the carry: 4.15x. (100 req/s was paced by
+    // send times too until that share went from 0.5 to 1.5: with the carry 2.35x here and 3.7x in a real run.)
     const shape: QuotaShape = { name: "bucket 200/s burst 1 20 ms", kind: "bucket", rate: 200, burst: 1, retryAfter: "seconds", latencyMs: 20, jitterMs: 2, requests: 5000 };
     const r = await runShape(shape, { coldStart: { requests: 3, gapMs: 5 } });
     expect(r.violations).toBe(0);
