@@ -514,7 +514,8 @@ export class RateControl {
     this.learnFromCycle(sentAt);
     this.learnFromCounts(sentAt);
     this.learnBurst(sentAt);
-    if (seg?.fromFull && sentAt - seg.startAt >= COUNT_MIN_MS) this.firstSegmentRate = seg.passes / ((sentAt - seg.startAt) / 1000);
+    // Not from a segment that passed nothing (a bucket emptied before the run, 503s only): a rate of 0 would slow every step.
+    if (seg?.fromFull && seg.passes > 0 && sentAt - seg.startAt >= COUNT_MIN_MS) this.firstSegmentRate = seg.passes / ((sentAt - seg.startAt) / 1000);
     const rate = this.setting.rate;
     const phase = this.setting.phase;
     this.evidence.closeAt(sentAt);
@@ -843,8 +844,9 @@ export class RateControl {
   }
 
   /**
-   * The fastest we can send at all: no more than the in-flight ceiling goes out within a round trip.
-   * A rate set above it went out at this. 100 ms away with 32 in flight, the ramp set 784 req/s and sent
+   * The fastest we can send at all: each request holds an in-flight slot for at least the shortest
+   * round trip, so over any span of a few round trips no more than the ceiling goes out per round trip
+   * (Little's law). A rate set above it went out at this at most. 100 ms away with 32 in flight, the ramp set 784 req/s and sent
    * 320; taken as the rate that drew the 429, its bracket was [87, 784], the next probe (the ramp's step
    * before, 392) went out at 320 again, and each of those 429 episodes refused 20 requests in flight.
    */

@@ -39,6 +39,32 @@ describe("rate control", () => {
     expect(c.current.carry).toBeGreaterThan(0);
   });
 
+  it("far from the server, a first segment that passed nothing does not slow the ramp's steps (its rate is not 0)", () => {
+    // 100 ms away: each step is a rate × 0.1 s in flight, so the ramp steps by 1.25 only at or above the first segment's rate.
+    const c = new RateControl({ latencyMs: 100, spreadMs: 5, shortestMs: 100, ceiling: 32 });
+    let t = 1_000_000;
+    // The run's first request is a 503, the next, 150 ms on, a 429: the bucket was empty, nothing passed.
+    c.sent(t, false);
+    c.spent(t);
+    c.sent(t + 150, false);
+    c.throttled(t + 150, t + 250, 0, 1_000);
+    expect(c.current.phase).toBe("unpaced");
+    // After the pause, the segment that counts as the first: 30 passed at once, then a 429 (too short to give a rate).
+    t += 1_300;
+    passesThen429(c, t, 30, { afterPause: true, waitMs: 1_000 });
+    expect(c.current).toMatchObject({ phase: "ramp", rate: 30 });
+    // A step later, sent at its rate without a 429: the ramp doubles (it stepped by 1.25 when that segment read as 0 req/s).
+    t += 1_100;
+    c.sent(t, true);
+    for (let i = 0; i < 11; i++) {
+      t += 35;
+      c.sent(t, false);
+      c.passed(t);
+    }
+    c.tick(t);
+    expect(c.current).toMatchObject({ phase: "ramp", rate: 60 });
+  });
+
   it("once a window, a 429 naming an end under 2 s away is still a window's end, not a bucket's token (no ramp from scratch)", () => {
     const c = new RateControl();
     let t = 1_000_000;
