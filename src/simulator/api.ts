@@ -46,30 +46,41 @@ function safeDecode(s: string): string | null {
 
 export type ApiBody = WorkspaceResponseIn | LocationsResponseIn | ListResponseIn | DetailResponseIn | HistoryResponseIn;
 
-/** How many items a page holds for a requested `limit` (server variance: a server may cap it). */
-export type PageSizer = (limit: number) => number;
+/** How this server pages (server variance, variance.ts): the default is the simulator's own. */
+export interface Paging {
+  /** How many items a page holds for a requested `limit` (a server may cap it). */
+  size(limit: number): number;
+  /** Does a walk (history: of this SKU, lower case) start with `items: []` and a cursor to the real first page? */
+  emptyFirst(endpoint: "list" | "history", skuId: string | null): boolean;
+}
 
-export function handleApi(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, pageSize: PageSizer = (l) => l): ApiBody {
+const OWN_PAGING: Paging = { size: (limit) => limit, emptyFirst: () => false };
+
+/** The keyset position before everything: the cursor of an empty first page leads to the real first page. */
+const LIST_START = { id: "" };
+const HISTORY_START = { t: Number.MAX_SAFE_INTEGER, s: Number.MAX_SAFE_INTEGER };
+
+export function handleApi(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, paging: Paging = OWN_PAGING): ApiBody {
   switch (route.endpoint) {
     case "workspace":
       return model.workspace();
     case "locations":
       return model.locations();
     case "list":
-      return list(model, cursors, query, pageSize);
+      return list(model, cursors, query, paging);
     case "detail":
       return model.detail(skuIdOf(route), scopeOf(model, query));
     case "history":
-      return history(model, cursors, route, query, pageSize);
+      return history(model, cursors, route, query, paging);
   }
 }
 
-function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, pageSize: PageSizer): ListResponseIn {
+function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, paging: Paging): ListResponseIn {
   const scopeLocationId = scopeOf(model, query);
   const q = query.get("q") ?? "";
   const stockState = (query.get("stockState") ?? "all") as StockState;
   if (!STOCK_STATES.includes(stockState)) throw invalid(`stockState must be one of ${STOCK_STATES.join(", ")}`);
-  const limit = pageSize(limitOf(query, 50));
+  const limit = paging.size(limitOf(query, 50));
   // q is bound case-insensitively: matching is, so "Shirt" and "shirt" walk the same list.
   const f = CursorCodec.fingerprint({ e: "list", scope: scopeLocationId, q: q.toLowerCase(), stockState });
   const cursor = query.get("cursor");
@@ -78,6 +89,10 @@ function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, pag
     const key = cursors.decode(cursor, "list", f);
     if (!key) throw badCursor();
     after = key.id;
+  } else if (paging.emptyFirst("list", null)) {
+    // Nothing on this page (a server that filters after paging); root summaries and summary as on any first page.
+    const head = model.listPage({ scopeLocationId, q, stockState }, null, 0);
+    return { locations: head.locations, summary: head.summary, items: [], page: { nextCursor: cursors.encode("list", f, LIST_START) } };
   }
   const page = model.listPage({ scopeLocationId, q, stockState }, after, limit);
   return {
@@ -88,16 +103,19 @@ function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, pag
   };
 }
 
-function history(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, pageSize: PageSizer): HistoryResponseIn {
+function history(model: SimModel, cursors: CursorCodec, route: Route, query: URLSearchParams, paging: Paging): HistoryResponseIn {
   const skuId = skuIdOf(route);
   const scopeLocationId = scopeOf(model, query);
-  const limit = pageSize(limitOf(query, 20));
+  const limit = paging.size(limitOf(query, 20));
   const f = CursorCodec.fingerprint({ e: "history", skuId, scope: scopeLocationId });
   const cursor = query.get("cursor");
   let after = null;
   if (cursor) {
     after = cursors.decode(cursor, "history", f);
     if (!after) throw badCursor();
+  } else if (paging.emptyFirst("history", skuId)) {
+    model.historyPage(skuId, scopeLocationId, null, 0); // an unknown SKU is still a 404
+    return { items: [], page: { nextCursor: cursors.encode("history", f, HISTORY_START) } };
   }
   const page = model.historyPage(skuId, scopeLocationId, after, limit);
   return { items: page.items, page: { nextCursor: page.nextAfter ? cursors.encode("history", f, page.nextAfter) : null } };

@@ -20,6 +20,8 @@
  * - nodeKind: `location` (root), `section`, `leaf`. lastSourceKind: `event` or `set`.
  * - Movement rows carry null setSessionId / setTypeCode / observedQuantity; notes may be null.
  * - A scope on the inactive leaf is accepted and holds nothing.
+ * - Quantities are integers; UUIDs are lower case (either case is accepted in requests); every
+ *   page but the last holds `limit` items; the list's `locations` and `summary` come on every page.
  * Each of these can be taken another way with `variance` (variance.ts) or a named profile
  * (profiles.ts); docs/server-variance.md lists them with the tests that cover them.
  */
@@ -65,7 +67,7 @@ export interface RunningSimulator {
   model: SimModel;
   /** What a mirror should hold: the model's data, with the data transformations of `variance` applied. */
   groundTruth(): GroundTruth;
-  /** Current SKU ids in the order the list endpoint walks them (by id unless `variance.listOrder` says otherwise). */
+  /** Current SKU ids, as the list endpoint sends them, in the order it walks them (by id unless `variance.listOrder` says otherwise). */
   listOrder(): string[];
   stats(): SimStats;
   resetStats(): void;
@@ -99,7 +101,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     apiKey,
     model,
     groundTruth: () => server.shaper.truth(model.groundTruth()),
-    listOrder: () => model.listOrderIds(),
+    listOrder: () => model.listOrderIds().map((id) => server.shaper.id(id)),
     stats: () => server.getStats(),
     resetStats: () => server.resetStats(),
     setFaults: (rules) => server.setFaults(rules),

@@ -45,31 +45,45 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
   },
   "zero-roots-omitted": { about: "roots where a SKU has 0 are left out of locationQuantities", options: { variance: { zeroRoots: "omit" } } },
   "zero-leaves-shown": { about: "detail shows every active leaf, with quantity 0 where the SKU never had stock", options: { variance: { zeroLeaves: "send" } } },
-  "other-kinds": { about: "nodeKind zone / bin for sections / leaves; lastSourceKind movement_event / stocktake", options: { variance: { kinds: "other" } } },
+  "other-kinds": {
+    about: "nodeKind zone / bin for sections / leaves; lastSourceKind movement_event / stocktake; location status archived where not active",
+    options: { variance: { kinds: "other" } },
+  },
   "other-error-codes": {
     about: "error codes beyond the named ones (e.g. RESOURCE_NOT_FOUND), 422 for bad parameters and cursors",
     options: { variance: { errors: "other" } },
   },
   "short-pages": { about: "the server serves at most 7 items per page whatever limit asks", options: { variance: { maxPageSize: 7 } } },
+  "decimal-quantities": {
+    about: "every quantity is a decimal (the integer x 0.1, float noise and all: history deltas add up to the leaf quantity only within a tolerance)",
+    options: { variance: { quantities: "decimal" } },
+  },
+  "upper-case-ids": { about: "every UUID the server sends is in upper case (paths and query parameters accepted in either case)", options: { variance: { idCase: "upper" } } },
+  "empty-pages": {
+    about: "the first page of every list walk and of every third SKU's history walk is empty, with a cursor to the real first page",
+    options: { variance: { emptyPages: true } },
+  },
+  "summary-first-page": { about: "the list's locations and summary are sent on the first page only, left out of pages fetched with a cursor", options: { variance: { summaryOnce: true } } },
   // ---- bundles of the above, so one end-to-end run covers several open points ----
   "order-variance": {
     about: "list-shuffled + children-first: nothing arrives in id or tree order",
     options: { variance: { listOrder: "shuffled", locationOrder: "children-first", detailOrder: "reverse" } },
   },
   "paging-variance": {
-    about: "url-hostile-cursors + last-cursor-absent + short-pages (5 per page)",
-    options: { variance: { cursorStyle: "url-hostile", lastCursor: "absent", maxPageSize: 5 } },
+    about: "url-hostile-cursors + last-cursor-absent + short-pages (5 per page) + empty-pages + summary-first-page",
+    options: { variance: { cursorStyle: "url-hostile", lastCursor: "absent", maxPageSize: 5, emptyPages: true, summaryOnce: true } },
   },
   "shape-variance": {
     about: "omit-nulls + extra-fields + last-cursor-empty",
     options: { variance: { nulls: "omit", extraFields: true, lastCursor: "empty" } },
   },
   "data-variance": {
-    about: "zero-roots-omitted + zero-leaves-shown + other-kinds + other-error-codes + last-page-absent",
-    options: { variance: { zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other", lastCursor: "no-page" } },
+    about: "zero-roots-omitted + zero-leaves-shown + other-kinds + other-error-codes + last-page-absent + decimal-quantities + upper-case-ids",
+    options: { variance: { zeroRoots: "omit", zeroLeaves: "send", kinds: "other", errors: "other", lastCursor: "no-page", quantities: "decimal", idCase: "upper" } },
   },
   "all-variance": {
-    about: "every variance option above at once (shuffled list, url-hostile cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor)",
+    about:
+      "every variance option above at once (shuffled list, url-hostile cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor, decimal quantities, upper-case ids, empty first pages, summaries on the first page only)",
     options: {
       variance: {
         listOrder: "shuffled",
@@ -84,6 +98,10 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
         kinds: "other",
         errors: "other",
         maxPageSize: 9,
+        quantities: "decimal",
+        idCase: "upper",
+        emptyPages: true,
+        summaryOnce: true,
       },
     },
   },

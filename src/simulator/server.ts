@@ -238,9 +238,9 @@ export class SimServer {
   private endpointAnswer(req: IncomingMessage, url: URL, route: Route): { status: number; body: unknown } {
     try {
       const endless = this.endless?.applies(route.endpoint, route.skuId ?? null) ? this.endless : null;
-      let body: unknown = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, (limit) => this.shaper.pageSize(limit));
+      let body: unknown = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, this.shaper);
       if (endless) body = endless.page(body);
-      body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null);
+      body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null, !!url.searchParams.get("cursor"));
       if (this.hostileText) body = hostileBody(body, this.hostileText, req.headers.authorization);
       return { status: 200, body };
     } catch (err) {
@@ -389,7 +389,7 @@ export class SimServer {
 
   private async streamGroundTruth(res: ServerResponse): Promise<void> {
     res.writeHead(200, { "content-type": JSON_TYPE });
-    const head = JSON.stringify({ workspace: this.model.workspace(), locations: this.shaper.truthLocations(this.model.locations().locations) });
+    const head = JSON.stringify({ workspace: this.shaper.truthWorkspace(this.model.workspace()), locations: this.shaper.truthLocations(this.model.locations().locations) });
     res.write(`${head.slice(0, -1)},"skus":[`);
     // Batched into ~256 KB writes: one write per SKU spends more time in the stream than in rendering.
     let batch: string[] = [];

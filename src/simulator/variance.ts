@@ -11,15 +11,18 @@
  *   mirror must end up byte-for-byte the same as against the default server (it normalises
  *   absent to null, drops unknown fields, does not depend on order).
  * - Data (zero-quantity roots left out of locationQuantities, zero-quantity leaves shown in
- *   detail, other nodeKind / lastSourceKind values): the server says something else, and the
- *   mirror stores what it says. `sim.groundTruth()` applies the same transformation, so it
- *   keeps describing what the mirror should hold (e.g. no sku_root_quantities row for a root
- *   the server left out; a 0 leaf row for a leaf it showed with 0).
+ *   detail, other nodeKind / lastSourceKind / location status values, decimal quantities,
+ *   upper-case UUIDs): the server says something else, and the mirror stores what it says.
+ *   `sim.groundTruth()` applies the same transformation, so it keeps describing what the
+ *   mirror should hold (e.g. no sku_root_quantities row for a root the server left out; a 0
+ *   leaf row for a leaf it showed with 0; 0.30000000000000004 where the server sent it; ids
+ *   in upper case).
  */
 import { createHash } from "node:crypto";
 import { CursorCodec, type CursorEndpoint, type HistoryKey, type ListKey } from "./cursor.js";
 import type { EndpointName } from "../core/defaults.js";
-import type { DetailLocationIn, DetailResponseIn, GroundTruth, GroundTruthSku, ListItemIn, LocationNodeIn } from "./types.js";
+import type { Paging } from "./api.js";
+import type { DetailLocationIn, DetailResponseIn, GroundTruth, GroundTruthSku, HistoryRowIn, ListItemIn, ListResponseIn, LocationNodeIn } from "./types.js";
 
 export interface VarianceOptions {
   /** Order of list items: by id (default), by id descending, or shuffled but stable (a keyed hash of the id). */
@@ -40,12 +43,35 @@ export interface VarianceOptions {
   zeroRoots?: "send" | "omit";
   /** Active leaves where the SKU never had stock: left out of detail (default) or shown with quantity 0. Data. */
   zeroLeaves?: "omit" | "send";
-  /** nodeKind of sections / leaves and lastSourceKind: the named values (default) or others. Data. */
+  /** nodeKind of sections / leaves, lastSourceKind, and the status of locations that are not active: the named values (default) or others. Data. */
   kinds?: "named" | "other";
   /** Error statuses and codes: the simulator's (default) or other codes, and 422 for bad parameters / cursors. */
   errors?: "named" | "other";
   /** The server serves at most this many items per page whatever `limit` asks (default: no cap). */
   maxPageSize?: number | null;
+  /**
+   * Quantities (`number` in the document): integers (default), or decimals: every quantity sent
+   * (list totals and locationQuantities, root summaries and summary, detail quantities, history
+   * quantity and observedQuantity) is the model's value x 0.1, each scaled where it is sent, so a
+   * sum of scaled history deltas may differ from the scaled leaf quantity by float noise
+   * (0.1 + 0.2 != 0.3). Data.
+   */
+  quantities?: "integer" | "decimal";
+  /**
+   * UUIDs the server sends (workspace, location, parent and path ids, root summaries' ids and
+   * leafLocationIds, SKU and product ids, locationQuantities keys, history locationId / eventId /
+   * setSessionId): lower case (default) or upper case. Paths and query parameters are accepted in
+   * either case. Data.
+   */
+  idCase?: "lower" | "upper";
+  /**
+   * The first page of every list walk, and of the history walk of every third SKU, comes back
+   * with `items: []` and a `nextCursor` leading to the real first page (a server that filters
+   * after paging). Presentation.
+   */
+  emptyPages?: boolean;
+  /** The list's `locations` and `summary` ("not paged") are sent on the first page only: left out of pages fetched with a cursor. Presentation. */
+  summaryOnce?: boolean;
 }
 
 export type ResolvedVariance = Required<VarianceOptions>;
@@ -63,6 +89,10 @@ const DEFAULT_VARIANCE: ResolvedVariance = {
   kinds: "named",
   errors: "named",
   maxPageSize: null,
+  quantities: "integer",
+  idCase: "lower",
+  emptyPages: false,
+  summaryOnce: false,
 };
 
 const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
@@ -77,6 +107,10 @@ const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
   zeroLeaves: ["omit", "send"],
   kinds: ["named", "other"],
   errors: ["named", "other"],
+  quantities: ["integer", "decimal"],
+  idCase: ["lower", "upper"],
+  emptyPages: [true, false],
+  summaryOnce: [true, false],
 };
 
 function resolveVariance(v: VarianceOptions | undefined): ResolvedVariance {
@@ -154,8 +188,17 @@ export interface ShaperWorkspace {
 
 const OTHER_NODE_KIND: Record<string, string> = { section: "zone", leaf: "bin" };
 const OTHER_SOURCE_KIND: Record<string, string> = { event: "movement_event", set: "stocktake" };
+/** Location status of a location that is not active, under `kinds: "other"` ("Other values are not enumerated"). */
+const OTHER_STATUS = "archived";
+/** `quantities: "decimal"`: every quantity sent is the model's value times this (0.1 has no exact binary form). */
+const DECIMAL_SCALE = 0.1;
 
-export class Shaper {
+/** `emptyPages`: does this SKU's history walk start with an empty page? Every third SKU, by its (lower-case) id. */
+export function emptyFirstHistoryPage(skuId: string): boolean {
+  return Number.parseInt(skuId.slice(-6), 16) % 3 === 0;
+}
+
+export class Shaper implements Paging {
   private readonly v: ResolvedVariance;
   private leafCache: { all: LocationNodeIn[]; byId: Map<string, LocationNodeIn> } | null = null;
 
@@ -170,9 +213,20 @@ export class Shaper {
     return this.v;
   }
 
-  /** The page size the server serves for a requested `limit`. */
-  pageSize(limit: number): number {
+  /** The page size the server serves for a requested `limit` (Paging, api.ts). */
+  size(limit: number): number {
     return this.v.maxPageSize === null ? limit : Math.min(limit, this.v.maxPageSize);
+  }
+
+  /** Does a walk of `endpoint` (history: of SKU `skuId`, lower case) start with an empty page whose cursor leads to the real first page? (Paging, api.ts) */
+  emptyFirst(endpoint: "list" | "history", skuId: string | null): boolean {
+    if (!this.v.emptyPages) return false;
+    return endpoint === "list" || (skuId !== null && emptyFirstHistoryPage(skuId));
+  }
+
+  /** A UUID as this server sends it (the model's ids are lower case). */
+  id(uuid: string): string {
+    return this.v.idCase === "upper" ? uuid.toUpperCase() : uuid;
   }
 
   /** Status and code of an error the simulator reports. */
@@ -192,10 +246,16 @@ export class Shaper {
     return body;
   }
 
-  /** A success body of `endpoint` as this server sends it (data transformations, then presentation). */
-  response(endpoint: EndpointName, body: unknown, scopeLocationId: string | null): unknown {
+  /**
+   * A success body of `endpoint` as this server sends it (data transformations, then
+   * presentation). `hasCursor`: the request carried a cursor (a page after the first).
+   */
+  response(endpoint: EndpointName, body: unknown, scopeLocationId: string | null, hasCursor = false): unknown {
     const b = body as Record<string, unknown>;
     switch (endpoint) {
+      case "workspace":
+        this.workspace(b as { workspace: { id: string } });
+        break;
       case "locations": {
         let nodes = (b.locations as LocationNodeIn[]).map((n) => this.node(n));
         if (this.v.locationOrder === "children-first") nodes = nodes.reverse();
@@ -204,10 +264,18 @@ export class Shaper {
       }
       case "list":
         b.items = (b.items as ListItemIn[]).map((i) => this.item(i));
+        this.listHead(b as ListResponseIn);
+        if (this.v.summaryOnce && hasCursor) {
+          delete b.locations;
+          delete b.summary;
+        }
         break;
       case "detail":
         this.detail(b as DetailResponseIn, scopeLocationId);
         if (this.v.detailOrder === "reverse") (b as DetailResponseIn).locations.reverse();
+        break;
+      case "history":
+        b.items = (b.items as HistoryRowIn[]).map((r) => this.row(r));
         break;
     }
     if (b.page && typeof b.page === "object") {
@@ -225,7 +293,13 @@ export class Shaper {
   /** Ground truth as this server would have the mirror hold it: the data transformations only. */
   truth(gt: GroundTruth): GroundTruth {
     if (!this.changesData()) return gt;
-    return { ...gt, locations: this.truthLocations(gt.locations), skus: gt.skus.map((s) => this.truthSku(s)) };
+    return { ...gt, workspace: this.truthWorkspace(gt.workspace), locations: this.truthLocations(gt.locations), skus: gt.skus.map((s) => this.truthSku(s)) };
+  }
+
+  truthWorkspace<W extends { workspace: { id: string } }>(w: W): W {
+    const out = { ...w, workspace: { ...w.workspace } };
+    this.workspace(out);
+    return out;
   }
 
   truthLocations(nodes: LocationNodeIn[]): LocationNodeIn[] {
@@ -234,19 +308,53 @@ export class Shaper {
 
   truthSku(s: GroundTruthSku): GroundTruthSku {
     if (!this.changesData()) return s;
-    const detail = { ...s.detail, locations: (s.detail.locations ?? []).map((l) => ({ ...l, freshness: l.freshness ? { ...l.freshness } : l.freshness })) };
+    const detail = {
+      ...s.detail,
+      sku: { ...s.detail.sku },
+      locations: (s.detail.locations ?? []).map((l) => ({ ...l, freshness: l.freshness ? { ...l.freshness } : l.freshness })),
+    };
     this.detail(detail, null);
-    const unreflected = { ...s.unreflected };
+    const unreflected: Record<string, number> = {};
+    for (const [leaf, n] of Object.entries(s.unreflected)) unreflected[this.id(leaf)] = n;
     for (const l of detail.locations) if (!(l.id in unreflected)) unreflected[l.id] = 0;
-    return { ...s, item: this.item({ ...s.item, locationQuantities: { ...(s.item.locationQuantities ?? {}) } }), detail, unreflected };
+    const item = this.item({ ...s.item, locationQuantities: { ...(s.item.locationQuantities ?? {}) } });
+    return { ...s, item, detail, history: s.history.map((r) => this.row({ ...r })), unreflected };
   }
 
   private changesData(): boolean {
-    return this.v.zeroRoots !== "send" || this.v.zeroLeaves !== "omit" || this.v.kinds !== "named";
+    const v = this.v;
+    return v.zeroRoots !== "send" || v.zeroLeaves !== "omit" || v.kinds !== "named" || v.quantities !== "integer" || v.idCase !== "lower";
+  }
+
+  /** A quantity as this server sends it. */
+  private qty(q: number): number {
+    return this.v.quantities === "decimal" ? q * DECIMAL_SCALE : q;
+  }
+
+  /** A nullable quantity as this server sends it (null / absent stay so). */
+  private optQty<T>(q: T): T {
+    return (typeof q === "number" ? this.qty(q) : q) as T;
+  }
+
+  /** A nullable id as this server sends it. */
+  private optId<T>(id: T): T {
+    return (typeof id === "string" ? this.id(id) : id) as T;
+  }
+
+  private workspace(w: { workspace: { id: string } }): void {
+    w.workspace.id = this.id(w.workspace.id);
   }
 
   private node(n: LocationNodeIn): LocationNodeIn {
-    if (this.v.kinds === "other" && n.nodeKind && OTHER_NODE_KIND[n.nodeKind]) n.nodeKind = OTHER_NODE_KIND[n.nodeKind];
+    if (this.v.kinds === "other") {
+      if (n.nodeKind && OTHER_NODE_KIND[n.nodeKind]) n.nodeKind = OTHER_NODE_KIND[n.nodeKind];
+      if (typeof n.status === "string" && n.status !== "active") n.status = OTHER_STATUS;
+    }
+    if (this.v.idCase === "upper") {
+      n.id = this.id(n.id);
+      n.parentId = this.optId(n.parentId);
+      if (n.pathIds) n.pathIds = n.pathIds.map((id) => this.id(id));
+    }
     return n;
   }
 
@@ -254,7 +362,43 @@ export class Shaper {
     if (this.v.zeroRoots === "omit" && i.locationQuantities) {
       for (const [root, q] of Object.entries(i.locationQuantities)) if (q === 0) delete i.locationQuantities[root];
     }
+    if (this.v.quantities === "decimal" || this.v.idCase === "upper") {
+      i.totalQuantity = this.qty(i.totalQuantity);
+      if (i.locationQuantities) i.locationQuantities = Object.fromEntries(Object.entries(i.locationQuantities).map(([root, q]) => [this.id(root), this.qty(q)]));
+      this.skuIds(i);
+    }
     return i;
+  }
+
+  /** The id and product id of a list item or a detail's `sku`. */
+  private skuIds(sku: { id: string; product?: { id?: string | null } | null }): void {
+    if (this.v.idCase !== "upper") return;
+    sku.id = this.id(sku.id);
+    if (sku.product) sku.product = { ...sku.product, id: this.optId(sku.product.id) };
+  }
+
+  /** The list's root summaries and summary: their quantities and ids. */
+  private listHead(b: ListResponseIn): void {
+    for (const r of b.locations ?? []) {
+      r.totalQuantity = this.optQty(r.totalQuantity);
+      r.averageQuantityPerSku = this.optQty(r.averageQuantityPerSku);
+      r.id = this.id(r.id);
+      if (r.leafLocationIds) r.leafLocationIds = r.leafLocationIds.map((id) => this.id(id));
+    }
+    if (b.summary) {
+      b.summary.totalQuantity = this.optQty(b.summary.totalQuantity);
+      b.summary.averageQuantityPerSku = this.optQty(b.summary.averageQuantityPerSku);
+    }
+  }
+
+  /** One history row: its quantities and ids. */
+  private row(r: HistoryRowIn): HistoryRowIn {
+    r.quantity = this.qty(r.quantity);
+    r.observedQuantity = this.optQty(r.observedQuantity);
+    r.locationId = this.id(r.locationId);
+    r.eventId = this.optId(r.eventId);
+    r.setSessionId = this.optId(r.setSessionId);
+    return r;
   }
 
   private detail(d: DetailResponseIn, scopeLocationId: string | null): void {
@@ -270,6 +414,16 @@ export class Shaper {
       for (const l of d.locations) {
         const f = l.freshness;
         if (f?.lastSourceKind && OTHER_SOURCE_KIND[f.lastSourceKind]) f.lastSourceKind = OTHER_SOURCE_KIND[f.lastSourceKind];
+      }
+    }
+    d.totalQuantity = this.qty(d.totalQuantity);
+    d.selectedQuantity = this.optQty(d.selectedQuantity);
+    this.skuIds(d.sku);
+    for (const l of d.locations) {
+      l.quantity = this.qty(l.quantity);
+      if (this.v.idCase === "upper") {
+        l.id = this.id(l.id);
+        l.parentId = this.optId(l.parentId);
       }
     }
   }

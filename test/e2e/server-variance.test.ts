@@ -9,7 +9,10 @@
  *      to ground truth row by row;
  *   3. a rerun adds 0 history rows and leaves every table's row count as it was;
  *   4. churn the list can show, then an incremental `sync`, ends equal to the new ground truth
- *      (what the list cannot show is re-verification's job: incremental.test.ts).
+ *      (what the list cannot show is re-verification's job: incremental.test.ts);
+ *   5. nothing changed since: the next incremental `sync` re-polls each SKU that is not clean with
+ *      its detail alone (its stored history still adds up, float noise and all: issue 10 §3) and
+ *      walks no history for a mismatch; `reconcile` finds no unexplained mismatch.
  *
  * More profiles join by name: add them to PROFILES (history and quota profiles too).
  * Run others with SERVER_PROFILES=name,name (e.g. the single-option ones in VARIANCE_PROFILES).
@@ -171,6 +174,17 @@ describe("server variance: the mirror against each server profile", () => {
         expect(incr.run).toMatchObject({ mode: "incremental", status: "succeeded" });
         sim.setFaults([]);
         expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+
+        // 5. Nothing changed: re-polls cost their detail only, no history walk for a mismatch; the mirror agrees with itself.
+        const quiet = await sync(sim, db, ["--json"]);
+        expect(quiet.code, quiet.out).toBe(0);
+        const result = JSON.parse(quiet.stdout.trim().split("\n").at(-1)!);
+        expect(result).toMatchObject({ status: "succeeded", historyDeepWalks: 0, historyRowsAdded: 0 });
+        expect(result.plan.repolled, "SKUs not clean to re-poll").toBeGreaterThan(0);
+        expect(result.repolledDetailOnly).toBe(result.plan.repolled);
+        const rec = await runCli(["reconcile", "--json"], { env: { INVENTORY_DB: db } });
+        expect(rec.code, rec.stdout + rec.stderr).toBe(0);
+        expect(JSON.parse(rec.stdout)).toMatchObject({ ok: true, unexplained: 0 });
       } finally {
         await sim.close();
       }
