@@ -104,7 +104,7 @@ FROM (SELECT location_id, running_balance,
              row_number() OVER (PARTITION BY location_id ORDER BY seq DESC) AS newest_first
       FROM history_timeline
       WHERE sku_id = :sku_id AND occurred_at <= :at)
-WHERE newest_first = 1 AND running_balance <> 0
+WHERE newest_first = 1 AND abs(running_balance) > 1e-9
 ORDER BY location_id;`,
   },
   {
