@@ -93,7 +93,8 @@ export function stockAt(db: DB, opts: StockAtOptions): StockAtResult {
 
 /** The location `--location` names, with its leaf count, and a test for the locations under it (itself included). */
 function locationScope(db: DB, locationId: string): { location: StockAtResult["location"]; inScope: InScope } {
-  const loc = db.prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? AND deleted_at IS NULL").get(locationId) as
+  // UUIDs are case-insensitive (RFC 9562): an id typed in lower case finds one a server sends in upper case.
+  const loc = db.prepare("SELECT id, name, display_path, depth FROM locations WHERE id = ? COLLATE NOCASE AND deleted_at IS NULL").get(locationId) as
     | { id: string; name: string | null; display_path: string | null; depth: number | null }
     | undefined;
   if (!loc) throw new ConfigError(`no current location with id ${locationId} in this database (see the locations table)`);

@@ -136,7 +136,8 @@ export function tuneWriter(db: DB, walCapBytes: number): void {
 
 /** Refuse a key that points at another workspace than the one configured. */
 export function checkExpectedWorkspace(ws: WorkspaceResponse, config: ResolvedConfig): void {
-  const wrongId = config.expectedWorkspace.id !== null && ws.workspace.id !== config.expectedWorkspace.id;
+  // UUIDs are case-insensitive (RFC 9562): a server may send upper case where the id was configured in lower.
+  const wrongId = config.expectedWorkspace.id !== null && ws.workspace.id.toLowerCase() !== config.expectedWorkspace.id.toLowerCase();
   const wrongName = config.expectedWorkspace.name !== null && ws.workspace.name !== config.expectedWorkspace.name;
   if (wrongId || wrongName) {
     const expected = `id ${config.expectedWorkspace.id ?? "(any)"}, name "${config.expectedWorkspace.name ?? "(any)"}"`;

@@ -545,6 +545,10 @@ describe("the mirror as BI tools read it", () => {
     const text = await runCli(["stock", "--at", new Date(at).toISOString().slice(0, 10), "--location", roots()[0]!.id], { env: { INVENTORY_DB: dbPath } });
     expect(text.code).toBe(0);
     expect(text.stdout).toContain(`stock as of ${new Date(at).toISOString().slice(0, 10)}T00:00:00.000Z in ${roots()[0]!.displayPath}`);
+    // A UUID is the same whatever its case: the root's id typed in upper case names the same location.
+    const upper = await runCli(["stock", "--at", new Date(at).toISOString().slice(0, 10), "--location", roots()[0]!.id.toUpperCase()], { env: { INVENTORY_DB: dbPath } });
+    expect(upper.code).toBe(0);
+    expect(upper.stdout).toBe(text.stdout);
     const bad = await runCli(["stock", "--at", "yesterday"], { env: { INVENTORY_DB: dbPath } });
     expect(bad.code).toBe(2);
     const unknown = await runCli(["stock", "--at", "2026-01-01", "--location", "00000000-0000-4000-8000-000000000000"], { env: { INVENTORY_DB: dbPath } });

@@ -110,6 +110,12 @@ describe("exit 4: the wrong workspace, nothing written", () => {
     expect(existsSync(db)).toBe(false);
   });
 
+  it("--expected-workspace-id is a UUID, compared whatever its case: the right id typed in upper case is no mismatch", async () => {
+    const ws = sim.groundTruth().workspace.workspace;
+    const r = await runCli(["check", "--expected-workspace-id", ws.id.toUpperCase()], { env: env() });
+    expect(r.code).toBe(0);
+  });
+
   it("--expected-workspace-name mismatch (check)", async () => {
     const r = await runCli(["check", "--expected-workspace-name", "Acme Production"], { env: env() });
     expect(r.code).toBe(4);
