@@ -1,7 +1,7 @@
 /**
  * Comparing a PostgreSQL schema the publisher wrote with the SQLite mirror it read: every
  * contract table row by row (history as a multiset: each copy of an identical row counted),
- * numbers to 9 significant digits (sums of doubles in another order).
+ * numbers to 9 significant digits (sums of doubles in another order; within 1e-9 of 0, 0).
  */
 import { expect } from "vitest";
 import Database from "better-sqlite3";
@@ -10,14 +10,18 @@ import { CONTRACT_TABLES } from "../../src/store/contract-rows.js";
 
 export type Row = Record<string, unknown>;
 
-/** Numbers rounded to 9 significant digits (sums of doubles in another order), rows as sorted JSON. */
+/**
+ * Numbers rounded to 9 significant digits (sums of doubles in another order), and within 1e-9 of 0
+ * taken as 0 (a running balance of decimals that nets to nothing: 1.1e-16 summed one way, 0 or
+ * -5.5e-17 another), rows as sorted JSON.
+ */
 export function canonical(rows: Row[], drop: string[] = []): string[] {
   return rows
     .map((r) =>
       JSON.stringify(
         Object.entries(r)
           .filter(([k]) => !drop.includes(k))
-          .map(([k, v]) => [k, typeof v === "number" && !Number.isInteger(v) ? Number(v.toPrecision(9)) : v]),
+          .map(([k, v]) => [k, typeof v === "number" && !Number.isInteger(v) ? (Math.abs(v) < 1e-9 ? 0 : Number(v.toPrecision(9))) : v]),
       ),
     )
     .sort();
