@@ -128,16 +128,21 @@ describe("readers during writes", () => {
     const writer = start(WRITER, { db, baseUrl: sim.baseUrl, capBytes, intervalMs: 50, maxWaitMs: 250, maxBackoffMs: 1_000, guardOnFile, stopFile }, { INVENTORY_API_KEY: KEY });
     const common = { db, latestVersion: LATEST };
     const readers = [1, 2, 3].map(() => start(READER, { ...common, stopFile: readersStop, mode: "short", minTxMs: 10, maxTxMs: 60 }));
+    // Each phase is logged as it is reached: a run that ends at the timeout shows which state never came.
+    const t0 = Date.now();
+    const reached = (phase: string) => console.log(`WAL test: ${phase} after ${Date.now() - t0} ms, WAL ${walSize(db)} bytes`);
 
     // Without the guard, these overlapping readers keep SQLite's own checkpoints from ever rewinding the WAL.
     // Waited for, however long a loaded machine takes (the test's timeout is the bound): no deadline of our own.
     while (walSize(db) <= capBytes) await sleep(20);
     const grewTo = walSize(db);
+    reached("outgrew the cap without the guard");
     expect(grewTo, "the workload should outgrow the cap without a guard").toBeGreaterThan(capBytes);
 
     // With it: back under the cap, then under it for as long as readers come and go.
     writeFileSync(guardOnFile, "");
     while (walSize(db) > capBytes) await sleep(10);
+    reached("back under the cap with the guard");
     let maxUnderReaders = 0;
     for (const until = Date.now() + 6_000; Date.now() < until; await sleep(10)) maxUnderReaders = Math.max(maxUnderReaders, walSize(db));
     expect(maxUnderReaders).toBeLessThanOrEqual(capBytes);
@@ -149,6 +154,7 @@ describe("readers during writes", () => {
       maxWhileLong = Math.max(maxWhileLong, walSize(db));
       await sleep(10);
     }
+    reached("outgrew the cap under a long reader");
     await sleep(500);
     writeFileSync(longStop, "");
     const l = await result(long);
@@ -159,6 +165,7 @@ describe("readers during writes", () => {
     // (how long that took is logged, not asserted: a loaded machine decides it).
     while (walSize(db) > capBytes) await sleep(10);
     const backUnderMs = Date.now() - l.txEnd!;
+    reached("back under the cap after the long reader");
 
     writeFileSync(readersStop, "");
     writeFileSync(stopFile, "");
@@ -175,5 +182,7 @@ describe("readers during writes", () => {
     expect(ws.guard.truncations).toBeGreaterThan(0);
     expect(ws.guard.lastError).toBeNull();
     console.log(JSON.stringify({ grewTo, maxUnderReaders, maxWhileLong, backUnderMs, writer: ws }));
-  });
+    // 14 s alone, 13-33 s in a full suite; once 120 s was not enough on a loaded machine (each phase waits
+    // for the writer's back-to-back syncs to write megabytes, and a busy machine writes them slower).
+  }, 300_000);
 });
