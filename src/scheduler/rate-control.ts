@@ -929,7 +929,6 @@ export class RateControl {
     }
   }
 
-  /** The pacer's carry at rate `r`: a fraction of a token, from CARRY_FROM_RATE up, when the server's bucket likely holds several. */
   /**
    * Where to hold given `low`: at it once the bucket has shown HOLD_AT_LOW_MIN_BURST tokens (they
    * absorb a late timer's catch-up), HOLD_MARGIN below it otherwise.
@@ -938,6 +937,7 @@ export class RateControl {
     return this.burstLow >= HOLD_AT_LOW_MIN_BURST ? low : low * (1 - HOLD_MARGIN);
   }
 
+  /** The pacer's carry at rate `r`: a fraction of a token, from CARRY_FROM_RATE up, when the server's bucket likely holds several. */
   private carryAt(r: number): number {
     return this.burstHigh >= CARRY_MIN_BURST_HIGH && this.evidence.firstPassedTogether() !== 1 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
   }
