@@ -823,7 +823,7 @@ export class RateControl {
   }
 
   /**
-   * A probe at the bounds' top, or holding just below `low`, for the work left (MIN_HORIZON_MS)? The
+   * A probe at the bounds' top, or holding at `low` (holdRate), for the work left (MIN_HORIZON_MS)? The
    * quota taken anywhere in [low, high], evenly: holding loses the gap to it; the probe loses a pause
    * if its 429 comes within the horizon, that is when the bucket's capacity drains at what the probe
    * sends beyond the quota before the run ends (a quota under high − capacity ÷ horizon).
@@ -831,7 +831,7 @@ export class RateControl {
   private probeWorthAPause(low: number, now: number): boolean {
     const high = this.high;
     const horizonS = (this.remaining !== null ? (this.remaining / low) * 1000 : Math.max(MIN_HORIZON_MS, now - (this.firstSentAt ?? now))) / 1000;
-    const gainS = horizonS * (1 - (low * (1 - HOLD_MARGIN)) / ((low + high) / 2));
+    const gainS = horizonS * (1 - this.holdRate(low) / ((low + high) / 2));
     const drawsOne = Math.min(1, Math.max(0, (high - this.burstLow / horizonS - low) / (high - low)));
     const pauseS = Math.max(MIN_PAUSE_COST_MS, this.lastPauseMs - (this.burstLow / low) * 1000) / 1000;
     return gainS > drawsOne * pauseS;
