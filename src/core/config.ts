@@ -25,7 +25,7 @@ import { Secret } from "./secret.js";
 export const PG_SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
 const PG_SCHEMA_NAME_RULE = "expected a PostgreSQL schema name: a-z, 0-9 and _, starting with a letter or _, at most 63 characters";
 /** Most requests in flight (and SKU workers) anyone may configure. */
-const MAX_CONCURRENCY = 64;
+export const MAX_CONCURRENCY = 64;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const LISTEN = /^(\[[0-9a-f:]+\]|[^\s:[\]]+):(\d{1,5})$/i;
 

@@ -131,6 +131,11 @@ export interface SchedulerStats {
   retries: number;
   /** Wall time during which all workers were paused by a 429/503. */
   waitMs: number;
+  /**
+   * Wall time, outside pauses, with the in-flight ceiling (`concurrency`) full: the run then went
+   * only as fast as that many requests in flight at the server's round trip allow (Little's law).
+   */
+  ceilingHeldMs: number;
 }
 
 /**
@@ -176,7 +181,7 @@ interface Waiter {
 }
 
 export class RequestScheduler {
-  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0 };
+  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0, ceilingHeldMs: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
@@ -213,6 +218,8 @@ export class RequestScheduler {
   private noRetryAfterStreak = 0;
   private timer: { at: number; ac: AbortController } | null = null;
   private firstSentAt: number | null = null;
+  /** Since when the in-flight ceiling has been full outside a pause (null: it is not), for stats.ceilingHeldMs. */
+  private ceilingFullSince: number | null = null;
   private readonly widenedSignals = new WeakSet<AbortSignal>();
 
   constructor(private readonly opts: SchedulerOptions) {
@@ -236,6 +243,16 @@ export class RequestScheduler {
   get inFlightLimit(): number {
     if (this.control.spacedFromAnswer) return 1;
     return this.concurrency.limit(this.currentRate);
+  }
+
+  /**
+   * The in-flight ceiling (`concurrency`) and what it cost: how long it was full outside pauses
+   * (stats.ceilingHeldMs) of the time since the first request, and the median round trip that
+   * made it the limit (at most ceiling ÷ round trip requests per second go out).
+   */
+  ceilingReport(): { ceiling: number; heldMs: number; sendingMs: number; roundTripMs: number } {
+    const sendingMs = this.firstSentAt === null ? 0 : Math.max(0, this.clock.now() - this.firstSentAt);
+    return { ceiling: this.opts.concurrency, heldMs: this.stats.ceilingHeldMs, sendingMs, roundTripMs: this.concurrency.latencyMs };
   }
 
   /** Requests waiting out a backoff of their own now: they hold no in-flight slot, but their callers' work stays in hand. */
@@ -540,6 +557,23 @@ export class RequestScheduler {
    */
   private pump(): void {
     const now = this.clock.now();
+    this.countCeilingHeld(now);
+    try {
+      this.grantWhatCan(now);
+    } finally {
+      if (this.inFlight >= this.opts.concurrency && this.pausedUntilMs <= now) this.ceilingFullSince = now;
+    }
+  }
+
+  /** The time since the ceiling was last found full goes to stats.ceilingHeldMs (every change of the in-flight count calls pump). */
+  private countCeilingHeld(now: number): void {
+    if (this.ceilingFullSince === null) return;
+    this.stats.ceilingHeldMs += Math.max(0, now - this.ceilingFullSince);
+    this.ceilingFullSince = null;
+  }
+
+  /** pump's body: grant in line order while pause, budget, in-flight limit and pacer allow. */
+  private grantWhatCan(now: number): void {
     while (this.queue.length) {
       if (this.opts.maxRequests != null && this.stats.requests >= this.opts.maxRequests) {
         const max = this.opts.maxRequests;

@@ -37,6 +37,7 @@ import { SkuFeed } from "./sku-feed.js";
 import { walkAndPlan } from "./list-walk.js";
 import { runWorker } from "./sku-work.js";
 import { decideOutcome, type Outcome } from "./outcome.js";
+import { ceilingHint } from "./ceiling-hint.js";
 
 export interface SyncOptions {
   mode: RunMode;
@@ -72,6 +73,10 @@ export interface SyncResult extends RunCounters {
   /** Re-polled SKUs whose detail showed nothing new: stored with that one request, history not walked. */
   repolledDetailOnly: number;
   durationMs: number;
+  /** Time, outside pauses, with every request the ceiling (`concurrency`) allows in flight (scheduler.ts). */
+  ceilingHeldMs: number;
+  /** Said when that ceiling, not the server's quota, held the run back (ceiling-hint.ts); null otherwise. */
+  ceilingHint: string | null;
   resumeAfter: string | null;
   /** Why the run did not succeed. */
   error: Error | null;
@@ -267,8 +272,13 @@ async function executeRun(ctx: RunContext): Promise<SyncResult> {
 
   const { stop } = ctx;
   const outcome = decideOutcome({ fatal: stop.fatal, stopReason: stop.reason, interrupted: stop.interrupted, failed: tally.failed, maxRequests: config.sync.maxRequests });
+  const hint = ceilingHint(ctx.scheduler.ceilingReport());
+  if (hint) {
+    logger.warn({ runId: run.id, concurrency: config.concurrency }, hint);
+    store.journal(run.id, { kind: "rate", message: hint });
+  }
   finishRun(ctx, outcome);
-  return syncResult(ctx, outcome);
+  return { ...syncResult(ctx, outcome), ceilingHint: hint };
 }
 
 function runCounters(scheduler: RequestScheduler): RunCounters {
@@ -327,6 +337,8 @@ function syncResult(ctx: RunContext, outcome: Outcome): SyncResult {
     retries: scheduler.stats.retries,
     waitMs: scheduler.stats.waitMs,
     durationMs: 0,
+    ceilingHeldMs: Math.round(scheduler.stats.ceilingHeldMs),
+    ceilingHint: null,
     resumeAfter: outcome.resumeAfter,
     error: outcome.error,
   };

@@ -46,6 +46,8 @@ function resultOf(mode: RunMode, over: Partial<SyncResult> = {}): SyncResult {
     retries: 0,
     waitMs: 0,
     durationMs: 1234,
+    ceilingHeldMs: 0,
+    ceilingHint: null,
     resumeAfter: null,
     error: null,
     ...over,

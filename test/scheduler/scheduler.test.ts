@@ -255,4 +255,29 @@ describe("request scheduler", () => {
     // One slot: the other request went out during the backoff (at once), not after it (the backoff is 500 ms: random 0.5 × 1 s).
     expect(events).toEqual([`failing sent at ${t0}`, `other sent at ${t0}`, `failing sent at ${t0 + 500}`]);
   });
+
+  it("counts the time the in-flight ceiling was full (stats.ceilingHeldMs), and none while fewer are in flight", async () => {
+    const clock = new FakeClock();
+    const signal = new AbortController().signal;
+    const work = (s: RequestScheduler, n: number) =>
+      Array.from({ length: n }, () =>
+        s.run(
+          "detail",
+          async () => {
+            await clock.sleep(100);
+            return 0;
+          },
+          signal,
+        ),
+      );
+    // Six requests of 100 ms through a ceiling of two: three rounds, each with both slots taken.
+    const full = scheduler(clock, { concurrency: 2, adaptive: false });
+    await drive(clock, work(full, 6));
+    expect(full.stats.ceilingHeldMs).toBe(300);
+    expect(full.ceilingReport()).toMatchObject({ ceiling: 2, heldMs: 300, sendingMs: 300, roundTripMs: 100 });
+    // Three through a ceiling of four: never full.
+    const roomy = scheduler(clock, { concurrency: 4, adaptive: false });
+    await drive(clock, work(roomy, 3));
+    expect(roomy.stats.ceilingHeldMs).toBe(0);
+  });
 });

@@ -1,0 +1,80 @@
+/**
+ * A run held back by its own in-flight ceiling (`--concurrency`), not by the server's quota, says
+ * so (src/sync/ceiling-hint.ts): nothing else shows it, since such a run draws no 429 and waits for
+ * nothing. The real CLI against the simulator 40 ms away (25 SKUs, about 55 requests): with one request in flight every request
+ * waits a round trip for the one before, and the summary, the JSON result and the run's journal name
+ * the ceiling; with the default ceiling the same server gets what Little's law asks for, and no note.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { runCli } from "../helpers/cli.js";
+import { diffAgainstTruth } from "../helpers/ground-truth.js";
+
+const KEY = "sim_e2e_ceiling_8b7a6c5d4e3f2a1b0c9d";
+const LATENCY_MS = 40;
+let sim: RunningSimulator;
+let dir: string;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 21, skus: 25, apiKey: KEY, latencyMs: LATENCY_MS });
+  dir = mkdtempSync(join(tmpdir(), "im-ceiling-"));
+});
+afterAll(async () => {
+  await sim?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function sync(db: string, args: string[]) {
+  return runCli(["sync", "--full", "--no-progress", "--log-level", "error", ...args], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+}
+
+function rateJournal(db: string): string[] {
+  const d = new Database(db, { readonly: true });
+  try {
+    return (d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate' ORDER BY id").all() as Array<{ message: string }>).map((r) => r.message);
+  } finally {
+    d.close();
+  }
+}
+
+describe("the in-flight ceiling", () => {
+  it("one request in flight 40 ms from the server: the summary and the journal say the ceiling held the run, and how fast it allows", async () => {
+    const db = join(dir, "one.db");
+    const r = await sync(db, ["--concurrency", "1"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    const note = r.stdout.split("\n").find((l) => l.startsWith("  note "));
+    expect(note, r.stdout).toMatch(
+      /the in-flight ceiling \(concurrency 1\) was full for [\d.]+ s of [\d.]+ s of sending: at a median round trip of \d+ ms, 1 in flight send at most about \d+ req\/s; .*raise --concurrency/,
+    );
+    // At least 40 ms a request, so no more than 25 req/s.
+    expect(Number(note!.match(/about (\d+) req\/s/)![1])).toBeLessThanOrEqual(25);
+    expect(rateJournal(db).filter((m) => m.startsWith("the in-flight ceiling (concurrency 1)"))).toHaveLength(1);
+  });
+
+  it("the default ceiling against the same server: the JSON result has no note, and nothing in the journal", async () => {
+    const db = join(dir, "default.db");
+    const r = await sync(db, ["--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    const result = JSON.parse(r.stdout) as { ceilingHint: string | null; ceilingHeldMs: number; requests: number };
+    expect(result.requests).toBeGreaterThan(50);
+    expect(result.ceilingHint).toBeNull();
+    expect(rateJournal(db).filter((m) => m.includes("in-flight ceiling"))).toEqual([]);
+  });
+
+  it("one request in flight, --json: the result carries the note and the time the ceiling was full, every request's round trip", async () => {
+    const db = join(dir, "one-json.db");
+    const r = await sync(db, ["--json", "--concurrency", "1"]);
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(r.stdout) as { ceilingHint: string | null; ceilingHeldMs: number; durationMs: number; requests: number };
+    expect(result.ceilingHint).toMatch(/^the in-flight ceiling \(concurrency 1\)/);
+    // One at a time, each in flight for at least the server's latency: the ceiling was full for all of those.
+    expect(result.ceilingHeldMs).toBeGreaterThanOrEqual(result.requests * LATENCY_MS - 1);
+    expect(result.ceilingHeldMs).toBeLessThanOrEqual(result.durationMs);
+  });
+});
