@@ -46,6 +46,7 @@ export class DaemonMetrics {
   readonly responses429: Counter;
   readonly retries: Counter;
   readonly backoffSeconds: Counter;
+  readonly ceilingSeconds: Counter;
   readonly skusFetched: Counter;
   readonly skusFailed: Counter;
   readonly historyRows: Counter;
@@ -89,6 +90,11 @@ export class DaemonMetrics {
     this.backoffSeconds = new Counter({
       name: `${PREFIX}backoff_seconds_total`,
       help: "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).",
+      registers,
+    });
+    this.ceilingSeconds = new Counter({
+      name: `${PREFIX}inflight_ceiling_seconds_total`,
+      help: "Seconds, outside pauses, with as many requests in flight as concurrency allows: near the runs' sending time, concurrency and the server's round trip set the pace, not the quota.",
       registers,
     });
     this.skusFetched = new Counter({ name: `${PREFIX}skus_fetched_total`, help: "SKUs whose detail and history were fetched and stored.", registers });
@@ -156,6 +162,7 @@ export class DaemonMetrics {
     this.responses429.inc(r.responses429);
     this.retries.inc(r.retries);
     this.backoffSeconds.inc(r.waitMs / 1000);
+    this.ceilingSeconds.inc(r.ceilingHeldMs / 1000);
     this.skusFetched.inc(r.skusFetched);
     this.skusFailed.inc(r.skusFailed);
     this.historyRows.inc(r.historyRowsAdded);
