@@ -55,8 +55,9 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
       }
       throw err;
     }
-    const next = page.page.nextCursor;
     pages++;
+    if (pages === 1 && cursor !== null && page.summary === null && page.locations.length === 0) page = { ...page, ...(await totalsOfPageOne(client, signal)) };
+    const next = page.page.nextCursor;
     // Bounded by what the workspace's own count needs: an endless walk is a server loop, not data.
     knownCount = Math.max(knownCount ?? 0, page.summary?.skuCount ?? 0) || null;
     const allowed = knownCount === null ? UNCOUNTED_LIST_PAGES : Math.ceil(knownCount / opts.limit) + DEFAULTS.listPageMargin;
@@ -80,6 +81,16 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
     if (next === null) return;
     cursor = next;
   }
+}
+
+/**
+ * The list's root summaries and totals, from page one. They are not paged, and a server may send them
+ * on the first page only (docs/server-variance.md row 26): a walk resumed at a checkpoint then had
+ * none, and its run stored no snapshot and had no count to bound its pages by. One request of one item.
+ */
+async function totalsOfPageOne(client: ApiClient, signal: AbortSignal): Promise<Pick<ListResponse, "summary" | "locations">> {
+  const first = await client.listPage({ cursor: null, limit: 1 }, signal);
+  return { summary: first.summary, locations: first.locations };
 }
 
 /**

@@ -22,6 +22,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
+import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions, SERVER_PROFILES, VARIANCE_E2E_PROFILES } from "../../src/simulator/profiles.js";
 import { DEFAULTS } from "../../src/core/defaults.js";
@@ -71,6 +72,17 @@ async function sync(sim: RunningSimulator, db: string, args: string[]) {
   const r = await runCli(["sync", "--no-progress", ...args], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
   if (process.env.VARIANCE_TIMING) console.log(`sync ${args.join(" ")}: ${Date.now() - t0} ms`);
   return { ...r, out: r.stdout + r.stderr, run: lastRun(db) };
+}
+
+/** The overall row of a run's snapshot (`inventory_snapshots`, root_id NULL): its SKU count, or null when the run stored none. */
+function snapshotSkuCount(db: string, runId: number): number | null {
+  const d = new Database(db, { readonly: true });
+  try {
+    const row = d.prepare("SELECT sku_count FROM inventory_snapshots WHERE run_id = ? AND root_id IS NULL").get(runId) as { sku_count: number | null } | undefined;
+    return row ? row.sku_count : null;
+  } finally {
+    d.close();
+  }
 }
 
 /** Wait for a state, not a time: poll `ready` until it holds or the child ends. */
@@ -154,6 +166,8 @@ describe("server variance: the mirror against each server profile", () => {
         expect(sim.stats().byEndpoint.detail).toBe(before.remaining);
         expect(consistencyProblems(db, truth, [], list)).toEqual([]);
         expect(diffAgainstTruth(db, truth)).toEqual([]);
+        // ...and stored the list's totals as its snapshot, whichever page it resumed at (a server may send them on page one only).
+        expect(snapshotSkuCount(db, resumed.run.id as number)).toBe(truth.skus.length);
 
         // 3. A rerun adds nothing.
         const counts = tableCounts(db);
