@@ -51,8 +51,8 @@ describe("the in-flight ceiling", () => {
     expect(note, r.stdout).toMatch(
       /the in-flight ceiling \(concurrency 1\) was full for [\d.]+ s of [\d.]+ s of sending: at a median round trip of \d+ ms, 1 in flight send at most about \d+ req\/s; .*raise --concurrency/,
     );
-    // At least 40 ms a request, so no more than 25 req/s.
-    expect(Number(note!.match(/about (\d+) req\/s/)![1])).toBeLessThanOrEqual(25);
+    // About 40 ms a request (a timer may fire a fraction of a millisecond early), so no more than 25-26 req/s.
+    expect(Number(note!.match(/about (\d+) req\/s/)![1])).toBeLessThanOrEqual(26);
     expect(rateJournal(db).filter((m) => m.startsWith("the in-flight ceiling (concurrency 1)"))).toHaveLength(1);
   });
 
@@ -73,8 +73,9 @@ describe("the in-flight ceiling", () => {
     expect(r.code, r.stderr).toBe(0);
     const result = JSON.parse(r.stdout) as { ceilingHint: string | null; ceilingHeldMs: number; durationMs: number; requests: number };
     expect(result.ceilingHint).toMatch(/^the in-flight ceiling \(concurrency 1\)/);
-    // One at a time, each in flight for at least the server's latency: the ceiling was full for all of those.
-    expect(result.ceilingHeldMs).toBeGreaterThanOrEqual(result.requests * LATENCY_MS - 1);
+    // One at a time, each in flight for at least the server's latency: the ceiling was full for all of those
+    // (less 2 ms each: a Node timer may fire a fraction of a millisecond early against performance.now()).
+    expect(result.ceilingHeldMs).toBeGreaterThanOrEqual(result.requests * (LATENCY_MS - 2));
     expect(result.ceilingHeldMs).toBeLessThanOrEqual(result.durationMs);
   });
 });
