@@ -210,6 +210,15 @@ const MIN_HORIZON_MS = 10_000;
 /** ...and a pause costs at least this (a 429 without Retry-After: our own backoff, the in-flight requests). */
 const MIN_PAUSE_COST_MS = 100;
 
+/**
+ * The pacer's carry under the user's own ceiling (`--max-rps`), from CARRY_FROM_RATE up: its rate is a
+ * mean to keep, whatever the server's bucket. Without it, timers firing a millisecond late held
+ * `--max-rps 200` at 168-172 req/s (a 200/s bucket of 20, real CLI: 24.3 s for a least of 20.2 s, 0 × 429).
+ */
+export function ceilingCarry(rate: number): number {
+  return rate >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+}
+
 export type RatePhase = "unpaced" | "ramp" | "probe" | "hold" | "window";
 
 export interface RateSetting {

@@ -22,7 +22,7 @@ import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
-import { RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
+import { ceilingCarry, RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit } from "./concurrency.js";
 
@@ -498,8 +498,12 @@ export class RequestScheduler {
     }
     const own = adaptive.rate !== null && adaptive.rate <= rate;
     const burst = own ? adaptive.burst : 1;
-    if (this.pacer) this.pacer.configure(rate, burst, now, own ? adaptive.carry : 0);
-    else this.pacer = new Pacer(rate, burst, now);
+    const carry = own ? adaptive.carry : ceilingCarry(rate);
+    if (this.pacer) this.pacer.configure(rate, burst, now, carry);
+    else {
+      this.pacer = new Pacer(rate, burst, now);
+      this.pacer.configure(rate, burst, now, carry);
+    }
   }
 
   private emit(e: SchedulerEvent): void {

@@ -245,6 +245,8 @@ export interface RunOptions {
   workLeftScale?: number | null;
   /** A cold start, as the real CLI's: the first `requests` go one at a time, `gapMs` apart (a list page, a cold process). */
   coldStart?: { requests: number; gapMs: number };
+  /** The user's own ceiling in requests per second (`--max-rps`; default none). */
+  maxRps?: number;
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
@@ -258,7 +260,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   const concurrency = opts.concurrency ?? 32;
   const scheduler = new RequestScheduler({
     concurrency,
-    requestsPerSecond: null,
+    requestsPerSecond: opts.maxRps ?? null,
     maxRetries: 6,
     max429Retries: 50,
     backoffBaseMs: 500,
