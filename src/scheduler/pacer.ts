@@ -20,8 +20,10 @@ export class Pacer {
     private rate: number,
     private cap: number,
     now: number,
+    carry = 0,
   ) {
     this.last = now;
+    this.carry = carry;
   }
 
   get requestsPerSecond(): number {

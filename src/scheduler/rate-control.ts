@@ -211,11 +211,12 @@ const MIN_HORIZON_MS = 10_000;
 const MIN_PAUSE_COST_MS = 100;
 
 /**
- * The pacer's carry under the user's own ceiling (`--max-rps`), from CARRY_FROM_RATE up: its rate is a
- * mean to keep, whatever the server's bucket. Without it, timers firing a millisecond late held
- * `--max-rps 200` at 168-172 req/s (a 200/s bucket of 20, real CLI: 24.3 s for a least of 20.2 s, 0 × 429).
+ * The pacer's carry at `rate`, from CARRY_FROM_RATE up. As it is under the user's own ceiling
+ * (`--max-rps`), a mean to keep whatever the server's bucket: without it, timers firing a millisecond
+ * late held `--max-rps 200` at 168-172 req/s (a 200/s bucket of 20, real CLI: 24.3 s for a least of
+ * 20.2 s, 0 × 429). The adaptive rate adds its conditions on the bucket (RateControl.carryAt).
  */
-export function ceilingCarry(rate: number): number {
+export function carryAtRate(rate: number): number {
   return rate >= CARRY_FROM_RATE ? PACER_CARRY : 0;
 }
 
@@ -948,7 +949,7 @@ export class RateControl {
 
   /** The pacer's carry at rate `r`: a fraction of a token, from CARRY_FROM_RATE up, when the server's bucket likely holds several. */
   private carryAt(r: number): number {
-    return this.burstHigh >= CARRY_MIN_BURST_HIGH && this.evidence.firstPassedTogether() !== 1 && r >= CARRY_FROM_RATE ? PACER_CARRY : 0;
+    return this.burstHigh >= CARRY_MIN_BURST_HIGH && this.evidence.firstPassedTogether() !== 1 ? carryAtRate(r) : 0;
   }
 
   private setRate(rate: number, phase: RatePhase, now: number): void {

@@ -22,7 +22,7 @@ import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
-import { ceilingCarry, RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
+import { carryAtRate, RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit } from "./concurrency.js";
 
@@ -498,12 +498,12 @@ export class RequestScheduler {
     }
     const own = adaptive.rate !== null && adaptive.rate <= rate;
     const burst = own ? adaptive.burst : 1;
-    const carry = own ? adaptive.carry : ceilingCarry(rate);
+    const carry = own ? adaptive.carry : carryAtRate(rate);
     if (this.pacer) this.pacer.configure(rate, burst, now, carry);
-    else {
-      this.pacer = new Pacer(rate, burst, now);
-      this.pacer.configure(rate, burst, now, carry);
-    }
+    // The adaptive rate's first setting (the ramp's start after the first 429) goes without its carry, as it
+    // always has: with it (as dcf4741 had it), the harness's generous buckets 100 ms away ran 1.1239 ->
+    // 1.1269x on average (150/75: 1.187 -> 1.238x). The user's ceiling keeps its carry from the start.
+    else this.pacer = new Pacer(rate, burst, now, own ? 0 : carry);
   }
 
   private emit(e: SchedulerEvent): void {

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { runCli } from "../helpers/cli.js";
 import { diffAgainstTruth } from "../helpers/ground-truth.js";
+import { withDb } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_ceiling_8b7a6c5d4e3f2a1b0c9d";
 const LATENCY_MS = 40;
@@ -33,12 +33,7 @@ function sync(db: string, args: string[]) {
 }
 
 function rateJournal(db: string): string[] {
-  const d = new Database(db, { readonly: true });
-  try {
-    return (d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate' ORDER BY id").all() as Array<{ message: string }>).map((r) => r.message);
-  } finally {
-    d.close();
-  }
+  return withDb(db, (d) => (d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate' ORDER BY id").all() as Array<{ message: string }>).map((r) => r.message));
 }
 
 describe("the in-flight ceiling", () => {

@@ -22,13 +22,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
-import Database from "better-sqlite3";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions, SERVER_PROFILES, VARIANCE_E2E_PROFILES } from "../../src/simulator/profiles.js";
 import { DEFAULTS } from "../../src/core/defaults.js";
 import { runCli } from "../helpers/cli.js";
 import { diffAgainstTruth, tableCounts } from "../helpers/ground-truth.js";
-import { consistencyProblems, lastRun, startFullSync, walkState } from "../helpers/mirror-state.js";
+import { consistencyProblems, lastRun, startFullSync, walkState, withDb } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_variance_5e4d3c2b1a09f8e7d6c5";
 const SKUS = 100;
@@ -76,13 +75,8 @@ async function sync(sim: RunningSimulator, db: string, args: string[]) {
 
 /** The overall row of a run's snapshot (`inventory_snapshots`, root_id NULL): its SKU count, or null when the run stored none. */
 function snapshotSkuCount(db: string, runId: number): number | null {
-  const d = new Database(db, { readonly: true });
-  try {
-    const row = d.prepare("SELECT sku_count FROM inventory_snapshots WHERE run_id = ? AND root_id IS NULL").get(runId) as { sku_count: number | null } | undefined;
-    return row ? row.sku_count : null;
-  } finally {
-    d.close();
-  }
+  const row = withDb(db, (d) => d.prepare("SELECT sku_count FROM inventory_snapshots WHERE run_id = ? AND root_id IS NULL").get(runId)) as { sku_count: number | null } | undefined;
+  return row ? row.sku_count : null;
 }
 
 /** Wait for a state, not a time: poll `ready` until it holds or the child ends. */
