@@ -36,6 +36,19 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.ratio).toBeLessThan(1.25);
   });
 
+  it("a window without Retry-After whose last allowed request passes out of order (timers a millisecond late) is still found as a window: done within 1.10x, not held at 0.5 req/s", async () => {
+    // A request sent 0.1 ms after the first one refused arrived first and passed. Taken as the refusal's end,
+    // the refusal after it began with a segment of no passes and was never taken for a window's: held at the
+    // least rate, 2 seeds of 3 were not done in an hour of virtual time (runShape throws). Left out of the
+    // window's allowance, the next window kept a request for the probe of its opening: 1.30x.
+    const shape = QUOTA_MATRIX.find((s) => s.name === "window 2400/60 s no RA")!;
+    for (const seed of [1, 2, 3]) {
+      const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+      expect(r.accepted, `seed ${seed}`).toBeGreaterThanOrEqual(shape.requests);
+      expect(r.ratio, `seed ${seed}`).toBeLessThan(1.1);
+    }
+  });
+
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
     // The first request refused says the bucket started empty; the segment after the pause measures the capacity.
     // Before: 30 429s of 1,330 requests and 1.8x the least time (the run's first refusal read as the capacity).
