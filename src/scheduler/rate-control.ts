@@ -269,6 +269,15 @@ export class RateControl {
   private passes = 0;
   private segment: { startAt: number; passes: number; fromFull: boolean } | null = null;
   /**
+   * Passes of the segments before the current one since the last 429 episode (or the window we entered
+   * on our own): a pause no 429 asked for (a 503's Retry-After) ends a segment, not a window. Counted from
+   * the segment alone, a window of 300 per 10 s whose first seconds held three such pauses took its
+   * allowance for the 42 sent after the last of them, and sent 42 a window (harness: 5.5x its least time).
+   */
+  private windowCarry = 0;
+  /** The segment in course ended with a 429 episode, or a window's end we paused for: the next starts the count afresh. */
+  private windowCounted = false;
+  /**
    * The next segment starts from a bucket taken as full: the run's first, or the first after a pause
    * when the run's first request was already refused (a bucket another client, or the run before,
    * had emptied: no bucket that started full refuses its first request).
@@ -379,6 +388,7 @@ export class RateControl {
     if (!this.windowSpent || this.windowEnd === null || this.windowMs === null || this.predictedOpenAt !== null) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
+    this.windowCounted = true;
     this.predictedOpenAt = this.windowEnd + this.windowsSince * this.windowMs;
     return this.predictedOpenAt;
   }
@@ -451,6 +461,8 @@ export class RateControl {
     // The quiet clock starts with the first request at a rate, not at the pause that usually follows setting it.
     if (Number.isNaN(this.rateSetAt)) this.rateSetAt = now;
     if (afterPause || !this.segment) {
+      this.windowCarry = this.windowCounted ? 0 : this.windowCarry + (this.segment?.passes ?? 0);
+      this.windowCounted = false;
       this.segment = { startAt: now, passes: 0, fromFull: this.nextFromFull };
       this.nextFromFull = false;
       this.sentRates = [];
@@ -520,6 +532,9 @@ export class RateControl {
    */
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
     const seg = this.segment;
+    // What the window in course admitted, 503 pauses and all (windowCarry).
+    const windowPasses = this.windowCarry + (seg?.passes ?? 0);
+    this.windowCounted = true;
     this.unnamed = waitMs === null;
     this.lastNamedMs = waitMs;
     this.throttledAtRate = true;
@@ -530,7 +545,7 @@ export class RateControl {
       if (this.refusedSince === null) {
         this.refusedSince = sentAt;
         this.refusalReadAt = now;
-        this.passedBeforeRefusal = seg?.passes ?? 0;
+        this.passedBeforeRefusal = windowPasses;
         // The run's first passes only (a segment that measures the capacity again later is a bucket's, known by then).
         this.refusedFromFull = (seg?.fromFull ?? false) && this.passes === this.passedBeforeRefusal && this.passedBeforeRefusal >= WINDOW_MIN_PASSES;
       }
@@ -541,7 +556,7 @@ export class RateControl {
     // little later than we counted, the end then under 2 s away) is no bucket's token interval. Taken
     // for one, the run fell back to a ramp from 0.5 req/s in its last window (300 per 10 s: 1.19).
     const inWindow = this.setting.phase === "window" && waitMs !== null && waitMs > 0;
-    if (seg && waitMs !== null && (inWindow || (waitMs >= WINDOW_MIN_WAIT_MS && seg.passes >= WINDOW_MIN_PASSES))) return this.windowEnded(seg.passes, now + waitMs);
+    if (seg && waitMs !== null && (inWindow || (waitMs >= WINDOW_MIN_WAIT_MS && windowPasses >= WINDOW_MIN_PASSES))) return this.windowEnded(windowPasses, now + waitMs);
     this.learnFromCycle(sentAt);
     this.learnFromCounts(sentAt);
     this.learnBurst(sentAt);

@@ -49,6 +49,25 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     }
   });
 
+  it("a fixed window whose allowance 503 pauses (Retry-After) cut into segments is counted whole: within 1.4x, where it was taken for what followed the last pause", async () => {
+    // A pause no 429 asked for ends a segment, not a window. Counted from the segment, the first window of seed 1
+    // (three 503 pauses in its first seconds) gave an allowance of 42 of 300, sent each window after: 5.49x.
+    const shape: QuotaShape = {
+      name: "window 300/10 s 503 bursts",
+      kind: "window",
+      rate: 300,
+      burst: 10,
+      retryAfter: "seconds",
+      requests: 1500,
+      burst503: { probability: 0.01, length: 3, retryAfterSeconds: 1 },
+    };
+    for (const seed of [1, 2, 3]) {
+      const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+      expect(r.violations, `seed ${seed}`).toBe(0);
+      expect(r.ratio, `seed ${seed}`).toBeLessThan(1.4);
+    }
+  });
+
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
     // The first request refused says the bucket started empty; the segment after the pause measures the capacity.
     // Before: 30 429s of 1,330 requests and 1.8x the least time (the run's first refusal read as the capacity).
