@@ -56,6 +56,12 @@ export class Pacer {
     this.tokens = Math.max(0, this.tokens - 1);
   }
 
+  /** The server's bucket holds at least `n` (it refilled through a pause no 429 asked for): that many may go at once. */
+  atLeast(n: number, now: number): void {
+    this.refill(now);
+    this.tokens = Math.max(this.tokens, n);
+  }
+
   /** The server's bucket is empty (it answered 429). */
   empty(now: number): void {
     this.refill(now);

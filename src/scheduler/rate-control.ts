@@ -481,6 +481,16 @@ export class RateControl {
     if (ms > REPLAY_MAX_PAUSE_MS) this.evidence.invalidate();
   }
 
+  /**
+   * Requests that may go at once when a pause of `pauseMs` that no 429 asked for (a 503's Retry-After)
+   * ends: what the server's bucket surely refilled meanwhile, its least rate over the pause, up to the
+   * burst it has shown less one (the pacer's own capacity when not in an evidence probe). 0 when nothing
+   * is proven (the pacer alone decides).
+   */
+  refilledDuring(pauseMs: number): number {
+    return Math.max(0, Math.min(this.burstLow - 1, Math.floor((this.low * pauseMs) / 1000)));
+  }
+
   /** The request sent at `sentAt` was answered (whatever the answer). */
   settled(sentAt: number): void {
     this.evidence.settled(sentAt);

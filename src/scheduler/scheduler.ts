@@ -208,6 +208,15 @@ export class RequestScheduler {
   private episodeAccepted = 0;
   /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
   private pausedSinceGrant = false;
+  /**
+   * A pause for a 503's Retry-After (not a 429's) is under way, this long (ms): when it ends, the requests
+   * the server's bucket surely refilled meanwhile go at once (rate-control.ts refilledDuring), even in an
+   * evidence probe, whose pacer holds one token. One at a time, every 503 of a burst that answers the
+   * next requests was a pause of its own: 40/s burst 10 with bursts of three 503s naming 1 s, 20 ms
+   * away, and a probe that the pauses kept from its 429 (they refill the bucket) ran to the end at one
+   * token: up to three pauses a burst (real CLI, 600 SKUs and every server variance: 2.02x its least time).
+   */
+  private unavailablePauseMs = 0;
   /** Answer times of requests that passed the quota, over the last ACCEPTED_WINDOW_MS. */
   private readonly passTimes: number[] = [];
   /** When the last request in flight was answered (or began a wait of its own). */
@@ -296,6 +305,7 @@ export class RequestScheduler {
         if (!(err instanceof ApiError) || signal.aborted) throw err;
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") {
+          if (err.status === 503) this.unavailablePauseMs = Math.max(this.unavailablePauseMs, waitMs.ms);
           this.control.pausing(waitMs.ms);
           this.pauseUntil(this.clock.now() + waitMs.ms);
         } else {
@@ -429,6 +439,8 @@ export class RequestScheduler {
     this.control.throttled(sentAt, now, this.episodeAccepted, waitMs);
     this.rateChanged(before, now);
     this.pacer?.empty(now);
+    // The bucket is empty now: what the pause refills is the pacer's to count, at its rate.
+    this.unavailablePauseMs = 0;
     return true;
   }
 
@@ -614,6 +626,8 @@ export class RequestScheduler {
       }
       // A window we took as open on our own goes one request at a time until one passes (rate-control.ts).
       if (this.control.windowOpening && this.inFlight > 0) return;
+      if (this.pacer && this.unavailablePauseMs > 0 && this.pausedSinceGrant) this.pacer.atLeast(this.control.refilledDuring(this.unavailablePauseMs), now);
+      this.unavailablePauseMs = 0;
       if (this.pacer && !this.pacer.ready(now)) return this.arm(this.pacer.nextTokenAt(now));
       // A bucket of one token: after the last answer, and a token interval after the last send and more (rate-control.ts, SPACED_MARGIN_MS).
       if (this.pacer && this.control.spacedFromAnswer) {

@@ -68,6 +68,34 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     }
   });
 
+  it("a burst of 503s naming a wait, answering the next requests, costs two pauses at most (the first 503 alone, the rest at once): the bucket refilled through the pause", async () => {
+    // 40/s burst 10, 20 ms away: each request's 503 comes back before the next goes, so the first of a burst is
+    // alone. After its pause the requests the bucket surely refilled go together, even in an evidence probe
+    // (whose pacer holds one token, and which the pauses kept from its 429 to the run's end): before, each went
+    // one at a time and most 503s were a pause of their own (seeds 1 and 4: 2.30 and 2.38 pauses a burst).
+    const shape: QuotaShape = {
+      name: "bucket 40/s burst 10 20 ms 503 bursts",
+      kind: "bucket",
+      rate: 40,
+      burst: 10,
+      retryAfter: "seconds",
+      latencyMs: 20,
+      jitterMs: 4,
+      requests: 1300,
+      burst503: { probability: 0.01, length: 3, retryAfterSeconds: 1 },
+    };
+    for (const seed of [1, 4]) {
+      const r = await runShape(shape, { seed });
+      // Pauses every worker took for a 503: its backoff events, those within 10 ms of each other one pause.
+      const at = r.events.flatMap(({ atS, e }) => (e.type === "backoff" && e.status === 503 && e.scope === "all" ? [atS] : []));
+      const pauses = at.filter((t, i) => i === 0 || t - at[i - 1]! > 0.01).length;
+      const bursts = r.unavailable / 3;
+      expect(bursts, `seed ${seed}`).toBeGreaterThan(5);
+      expect(r.violations, `seed ${seed}`).toBe(0);
+      expect(pauses / bursts, `seed ${seed}`).toBeLessThanOrEqual(2);
+    }
+  });
+
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
     // The first request refused says the bucket started empty; the segment after the pause measures the capacity.
     // Before: 30 429s of 1,330 requests and 1.8x the least time (the run's first refusal read as the capacity).
