@@ -95,6 +95,15 @@ export const QUOTA_CELLS: QuotaCell[] = [
     args: ["--fault", "503:p=0.01,burst=4"],
   },
   {
+    name: "bucket-60-503-bursts-retry-after",
+    about:
+      "token bucket 60 req/s, burst 10; 1% of requests start a burst of 4 × 503 naming Retry-After: 1 (every worker waits it out: the first 503 alone, the rest at once, two pauses a burst at least; the least time leaves them out)",
+    skus: 600,
+    seed: 119,
+    quota: { requestsPerSecond: 60, burst: 10 },
+    args: ["--fault", "503:p=0.01,burst=4,retry-after=1"],
+  },
+  {
     name: "bucket-80-latency-20ms",
     about: "token bucket 80 req/s, burst 8, responses 20 ± 5 ms late",
     skus: 800,

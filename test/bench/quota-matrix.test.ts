@@ -64,7 +64,8 @@ describe("the cells", () => {
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none" && c.quota.kind === "fixed-window")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date-floor")).toBe(true);
-    expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:")))).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && !a.includes("retry-after")))).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.includes("--latency-ms") && c.args[c.args.indexOf("--latency-ms") + 1] === "100")).toBe(true);
     expect(Math.min(...buckets.map((q) => q.requestsPerSecond))).toBeLessThanOrEqual(2);
     expect(Math.max(...buckets.map((q) => q.requestsPerSecond))).toBeGreaterThanOrEqual(200);
