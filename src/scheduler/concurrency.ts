@@ -25,7 +25,7 @@ const SAMPLES = 32;
  * request in flight when the bucket runs dry is a 429, and the first round trips (a cold
  * process) are the slowest, so this stays modest: 5 in flight at 10 ms.
  */
-const UNPACED_RPS = 200;
+export const UNPACED_RPS = 200;
 
 export class ConcurrencyLimit {
   private readonly rtts: number[] = [];

@@ -24,7 +24,7 @@ import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.j
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
 import { carryAtRate, RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
-import { ConcurrencyLimit } from "./concurrency.js";
+import { ConcurrencyLimit, UNPACED_RPS } from "./concurrency.js";
 
 export interface Clock {
   now(): number;
@@ -121,6 +121,20 @@ export type SchedulerEvent =
       inFlightLimit: number;
     };
 
+/** What held a run's sending back by its own counts, not the server's (sync/ceiling-hint.ts words it). */
+export interface CeilingReport {
+  /** The configured ceiling (`concurrency`). */
+  ceiling: number;
+  /** How long it was full outside pauses. */
+  heldMs: number;
+  /** From the run's first request to its end. */
+  sendingMs: number;
+  /** The median round trip at the end of the run. */
+  roundTripMs: number;
+  /** With no 429 in the run: how long the in-flight limit sized for a quota not yet known was full, that limit, and the rate it is sized for (null after a 429). */
+  unpaced: { heldMs: number; limit: number; sizedForRps: number } | null;
+}
+
 export interface SchedulerStats {
   requests: number;
   byEndpoint: Record<string, number>;
@@ -136,6 +150,12 @@ export interface SchedulerStats {
    * only as fast as that many requests in flight at the server's round trip allow (Little's law).
    */
   ceilingHeldMs: number;
+  /**
+   * Wall time, outside pauses and before any 429, with the in-flight limit full where it was below the
+   * ceiling and sized for a quota not yet known (UNPACED_RPS, concurrency.ts): a quota above it was never
+   * reached, since only a 429 sets a rate to size for.
+   */
+  unpacedHeldMs: number;
 }
 
 /**
@@ -181,7 +201,7 @@ interface Waiter {
 }
 
 export class RequestScheduler {
-  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0, ceilingHeldMs: 0 };
+  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0, ceilingHeldMs: 0, unpacedHeldMs: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
@@ -229,6 +249,8 @@ export class RequestScheduler {
   private firstSentAt: number | null = null;
   /** Since when the in-flight ceiling has been full outside a pause (null: it is not), for stats.ceilingHeldMs. */
   private ceilingFullSince: number | null = null;
+  /** Since when the unpaced in-flight limit has been full (stats.unpacedHeldMs), null: it is not. */
+  private unpacedFullSince: number | null = null;
   private readonly widenedSignals = new WeakSet<AbortSignal>();
 
   constructor(private readonly opts: SchedulerOptions) {
@@ -259,9 +281,15 @@ export class RequestScheduler {
    * (stats.ceilingHeldMs) of the time since the first request, and the median round trip that
    * made it the limit (at most ceiling ÷ round trip requests per second go out).
    */
-  ceilingReport(): { ceiling: number; heldMs: number; sendingMs: number; roundTripMs: number } {
+  ceilingReport(): CeilingReport {
     const sendingMs = this.firstSentAt === null ? 0 : Math.max(0, this.clock.now() - this.firstSentAt);
-    return { ceiling: this.opts.concurrency, heldMs: this.stats.ceilingHeldMs, sendingMs, roundTripMs: this.concurrency.latencyMs };
+    return {
+      ceiling: this.opts.concurrency,
+      heldMs: this.stats.ceilingHeldMs,
+      sendingMs,
+      roundTripMs: this.concurrency.latencyMs,
+      unpaced: this.stats.responses429 === 0 ? { heldMs: this.stats.unpacedHeldMs, limit: this.concurrency.limit(null), sizedForRps: UNPACED_RPS } : null,
+    };
   }
 
   /** Requests waiting out a backoff of their own now: they hold no in-flight slot, but their callers' work stays in hand. */
@@ -578,11 +606,21 @@ export class RequestScheduler {
       this.grantWhatCan(now);
     } finally {
       if (this.inFlight >= this.opts.concurrency && this.pausedUntilMs <= now) this.ceilingFullSince = now;
+      else if (this.heldByUnpacedLimit(now)) this.unpacedFullSince = now;
     }
+  }
+
+  /** The in-flight limit sized for a quota not yet known is what holds the run now (stats.unpacedHeldMs). */
+  private heldByUnpacedLimit(now: number): boolean {
+    if (this.currentRate !== null || this.stats.responses429 > 0 || this.pausedUntilMs > now || this.control.spacedFromAnswer) return false;
+    const limit = this.inFlightLimit;
+    return limit < this.opts.concurrency && this.inFlight >= limit && this.queue.length > 0;
   }
 
   /** The time since the ceiling was last found full goes to stats.ceilingHeldMs (every change of the in-flight count calls pump). */
   private countCeilingHeld(now: number): void {
+    if (this.unpacedFullSince !== null) this.stats.unpacedHeldMs += Math.max(0, now - this.unpacedFullSince);
+    this.unpacedFullSince = null;
     if (this.ceilingFullSince === null) return;
     this.stats.ceilingHeldMs += Math.max(0, now - this.ceilingFullSince);
     this.ceilingFullSince = null;

@@ -280,4 +280,38 @@ describe("request scheduler", () => {
     await drive(clock, work(roomy, 3));
     expect(roomy.stats.ceilingHeldMs).toBe(0);
   });
+
+  it("counts the time the in-flight count sized before any quota is known was all taken (stats.unpacedHeldMs), and reports none after a 429", async () => {
+    const clock = new FakeClock();
+    const signal = new AbortController().signal;
+    const work = (s: RequestScheduler, n: number, fail429 = false) =>
+      Array.from({ length: n }, (_, i) =>
+        s.run(
+          "detail",
+          async () => {
+            await clock.sleep(100);
+            if (fail429 && i === 0 && s.stats.responses429 === 0) throw new ApiError("HTTP 429", { kind: "http", endpoint: "detail", status: 429, retryAfter: "1" });
+            return 0;
+          },
+          signal,
+        ),
+      );
+    // 100 ms away the limit grows from 4 by one a pass up to 200 req/s × 0.1 s + 2 = 22, below the ceiling of 32:
+    // 200 requests keep it full from the first request to the last round (10 rounds of 100 ms at most).
+    const far = scheduler(clock, { concurrency: 32 });
+    await drive(clock, work(far, 200));
+    const report = far.ceilingReport();
+    expect(far.stats.ceilingHeldMs).toBe(0);
+    expect(report.unpaced).toMatchObject({ limit: 22, sizedForRps: 200 });
+    expect(report.unpaced!.heldMs).toBeGreaterThanOrEqual(report.sendingMs - 200);
+    expect(report.unpaced!.heldMs).toBeLessThanOrEqual(report.sendingMs);
+    // Three requests never fill it.
+    const few = scheduler(clock, { concurrency: 32 });
+    await drive(clock, work(few, 3));
+    expect(few.ceilingReport().unpaced!.heldMs).toBe(0);
+    // After a 429 the rate is the quota's business: nothing to report.
+    const refused = scheduler(clock, { concurrency: 32 });
+    await drive(clock, work(refused, 20, true));
+    expect(refused.ceilingReport().unpaced).toBeNull();
+  });
 });
