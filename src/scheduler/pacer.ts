@@ -56,7 +56,11 @@ export class Pacer {
     this.tokens = Math.max(0, this.tokens - 1);
   }
 
-  /** The server's bucket holds at least `n` (it refilled through a pause no 429 asked for): that many may go at once. */
+  /**
+   * The server's bucket holds at least `n` (it refilled through a pause no 429 asked for): that many may
+   * go now, at this instant. Above the capacity, what is not granted before time moves on is cut back to
+   * it by the next refill (the bucket's proof was for this moment, not a store to spend later).
+   */
   atLeast(n: number, now: number): void {
     this.refill(now);
     this.tokens = Math.max(this.tokens, n);

@@ -612,7 +612,7 @@ export class RequestScheduler {
 
   /** The in-flight limit sized for a quota not yet known is what holds the run now (stats.unpacedHeldMs). */
   private heldByUnpacedLimit(now: number): boolean {
-    if (this.currentRate !== null || this.stats.responses429 > 0 || this.pausedUntilMs > now || this.control.spacedFromAnswer) return false;
+    if (this.currentRate !== null || this.stats.responses429 > 0 || this.pausedUntilMs > now) return false;
     const limit = this.inFlightLimit;
     return limit < this.opts.concurrency && this.inFlight >= limit && this.queue.length > 0;
   }
