@@ -106,6 +106,12 @@ export const COMMANDS: CommandDef[] = [
       },
       { name: "latency-ms", type: "string", arg: "MS", help: "delay every API response by MS after the quota's decision (default 0)" },
       { name: "latency-jitter-ms", type: "string", arg: "MS", help: "vary that delay uniformly by ± MS, seeded (default 0)" },
+      {
+        name: "latency-inbound-share",
+        type: "string",
+        arg: "F",
+        help: "spend this share (0-1) of the latency before the quota's decision instead, as a real network's way in; each way jittered apart (default 0)",
+      },
       { name: "profile", type: "string", arg: "NAME", multiple: true, help: "behave as another server the API document allows (repeatable; see docs/server-variance.md)" },
       { name: "fault", type: "string", arg: "SPEC", multiple: true, help: "inject a fault, e.g. 429:p=0.05,retry-after=date or 503:every=10 (repeatable; see README)" },
       { name: "churn", type: "string", arg: "PCT", help: "mutate this percentage of SKUs every --churn-interval seconds" },

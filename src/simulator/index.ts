@@ -58,6 +58,8 @@ export interface SimulatorOptions extends ModelOptions {
   latencyMs?: number;
   /** Latency varies uniformly by ± this many ms, seeded (default 0). */
   latencyJitterMs?: number;
+  /** The share of the latency spent before the quota's decision, the way in (0-1, default 0: all of it after). */
+  latencyInboundShare?: number;
 }
 
 export interface RunningSimulator {
@@ -92,7 +94,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     ...(opts.variance ? { variance: opts.variance } : {}),
     ...(opts.hostileText ? { hostileText: opts.hostileText } : {}),
     ...(opts.endlessCursors ? { endlessCursors: opts.endlessCursors } : {}),
-    latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0 },
+    latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0, inboundShare: opts.latencyInboundShare ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;

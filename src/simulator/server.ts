@@ -4,12 +4,16 @@
  * API pipeline, in order: stats + Retry-After check on arrival → auth (401) → quota (429)
  * → latency (if set) → route (404) / method (405) → faults → the endpoint.
  *
- * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. On
- * loopback a request cannot be held back before it arrives, so the whole round trip is
- * spent after the quota's decision: the quota sees each request the moment it arrives and
- * every response (401, 429, faults and data alike) leaves that much later. A quota 429's
- * Retry-After is decided at arrival: a date names the same instant whenever it is read;
- * delta-seconds count from when the client reads them (conservative by the latency). Admin endpoints under
+ * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. By default
+ * the whole round trip is spent after the quota's decision: the quota sees each request the
+ * moment it arrives and every response (401, 429, faults and data alike) leaves that much later.
+ * With `inboundShare` (0-1) that share of it is spent before the decision instead, the way in of a
+ * real network: the request is held that long after it reaches the socket, and its two legs are
+ * jittered apart, so requests sent in one order can be decided in another. The Retry-After ledger
+ * still judges a request when it reaches the socket (when the client sent it, on loopback): the
+ * rule is on sends. A quota 429's Retry-After is decided at the decision: a date names the same
+ * instant whenever it is read; delta-seconds count from when the client reads them (conservative
+ * by the way back). Admin endpoints under
  * {prefix}/_sim/ need the same key but skip stats, quota and faults, so a test harness can
  * observe and steer the simulator without disturbing what it measures.
  */
@@ -51,8 +55,8 @@ export interface SimServerOptions {
   seed: number;
   /** How this server answers where the API document leaves a choice open (default: the simulator's own choices). */
   variance?: VarianceOptions;
-  /** Every API response is delayed by ms ± jitterMs (uniform, seeded); null or ms 0 = none. */
-  latency?: { ms: number; jitterMs?: number } | null;
+  /** Every API response is delayed by ms ± jitterMs (uniform, seeded); null or ms 0 = none. `inboundShare` of it (0-1, default 0) comes before the quota's decision. */
+  latency?: { ms: number; jitterMs?: number; inboundShare?: number } | null;
   /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
   hostileText?: HostileTextOptions;
   /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
@@ -69,7 +73,7 @@ export class SimServer {
   private readonly seed: number;
   private quota: Quota | null = null;
   private quotaOptions: QuotaOptions | null = null;
-  private readonly latency: { ms: number; jitterMs: number; rng: Rng } | null;
+  private readonly latency: Latency | null;
   private faults: FaultEngine;
   private readonly sockets = new Set<Socket>();
   /** Pending `slow` delays, released at close so nothing keeps the process alive. */
@@ -174,12 +178,17 @@ export class SimServer {
     const record: Recorded = { outcome: null };
     res.once("close", () => finish(record.outcome ?? (res.writableFinished ? res.statusCode : "reset")));
 
+    const legs = this.latency ? latencyLegs(this.latency) : null;
+    if (legs && legs.inMs > 0) {
+      await this.wait(legs.inMs, res);
+      if (res.destroyed || this.closing) return;
+    }
     const authorized = this.authorized(req);
     const taken = authorized && this.quota ? this.quota.take() : null;
     if (authorized && (!taken || taken.ok)) this.stats.quotaAdmitted();
     const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, Date.now()) : null;
-    if (this.latency) {
-      await this.wait(this.latencyMs(this.latency), res);
+    if (legs && legs.outMs > 0) {
+      await this.wait(legs.outMs, res);
       if (res.destroyed || this.closing) return;
     }
     if (!authorized) return void this.sendApiError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
@@ -294,10 +303,6 @@ export class SimServer {
     const sentAt = Date.now();
     const deadline = retryAfterDeadline(retryAfter, sentAt);
     if (deadline !== null) this.stats.ledger.record(sentAt, deadline, res.socket);
-  }
-
-  private latencyMs(l: { ms: number; jitterMs: number; rng: Rng }): number {
-    return Math.max(0, Math.round(l.ms + (l.rng.next() * 2 - 1) * l.jitterMs));
   }
 
   private wait(ms: number, res: ServerResponse): Promise<void> {
@@ -420,13 +425,28 @@ const ADMIN_ROUTES: Record<string, "GET" | "POST"> = {
   "/churn": "POST",
 };
 
-function latencyOf(l: SimServerOptions["latency"], seed: number): { ms: number; jitterMs: number; rng: Rng } | null {
+interface Latency {
+  ms: number;
+  jitterMs: number;
+  inboundShare: number;
+  rng: Rng;
+}
+
+function latencyOf(l: SimServerOptions["latency"], seed: number): Latency | null {
   if (!l || (l.ms === 0 && !l.jitterMs)) return null;
   const jitterMs = l.jitterMs ?? 0;
+  const inboundShare = l.inboundShare ?? 0;
   if (!(l.ms >= 0) || !Number.isFinite(l.ms) || !(jitterMs >= 0) || !Number.isFinite(jitterMs)) {
     throw new ConfigError(`latency must be a non-negative number of ms (jitter too), got ${JSON.stringify(l)}`);
   }
-  return { ms: l.ms, jitterMs, rng: createRng(seed, "latency") };
+  if (!(inboundShare >= 0 && inboundShare <= 1)) throw new ConfigError(`latency inbound share must be within 0-1, got ${JSON.stringify(l.inboundShare)}`);
+  return { ms: l.ms, jitterMs, inboundShare, rng: createRng(seed, "latency") };
+}
+
+/** One request's way in (before the quota's decision) and way back (ms): each leg its share of ms ± its share of the jitter, drawn apart. */
+export function latencyLegs(l: Latency): { inMs: number; outMs: number } {
+  const leg = (share: number): number => (share > 0 ? Math.max(0, Math.round(share * (l.ms + (l.rng.next() * 2 - 1) * l.jitterMs))) : 0);
+  return { inMs: leg(l.inboundShare), outMs: leg(1 - l.inboundShare) };
 }
 
 function digest(s: string): Buffer {

@@ -172,3 +172,21 @@ describe("workspace quota as a token bucket of one token behind latency", () => 
     expect(diffAgainstTruth(db, slow.groundTruth())).toEqual([]);
   });
 });
+
+describe("workspace quota behind latency on the way in as well as the way back", () => {
+  // Where a server spends its latency relative to its quota's decision is not shown. Half of it here
+  // comes before the decision, each way jittered apart: requests sent in one order can be decided in
+  // another, and a wait counted from an answer no longer ends a fixed time after the server decided.
+  let split: RunningSimulator;
+  beforeAll(async () => {
+    split = await startSimulator({ seed: 19, skus: 30, apiKey: KEY, quota: { requestsPerSecond: 40, burst: 4 }, latencyMs: 20, latencyJitterMs: 8, latencyInboundShare: 0.5 });
+  });
+  afterAll(async () => {
+    await split?.close();
+  });
+
+  it("a full sync under 40 requests/s (burst 4), 20 ± 8 ms away half of it before the quota decides, ends equal to ground truth with no Retry-After violated", async () => {
+    const { stats } = await fullSync(split, "split-latency.db");
+    expect(stats.requests).toBeGreaterThan(60);
+  });
+});

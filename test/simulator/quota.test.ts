@@ -6,6 +6,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
 import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { createRng } from "../../src/simulator/prng.js";
+import { latencyLegs } from "../../src/simulator/server.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";
 import { API, get, sleep } from "./helpers.js";
@@ -334,6 +336,33 @@ describe("quota shapes over HTTP (no sleeps: the windows are far longer than the
     expect(rs.map((r) => r.status).sort()).toEqual([200, 200, 429]);
     expect(sim.stats()).toMatchObject({ requests: 3, accepted: 2, rateLimited: 1 });
     await expect(startSimulator({ latencyMs: -1 })).rejects.toThrow();
+  });
+
+  it("latency with an inbound share: the quota decides after the way in, so a request given up before then is never decided", async () => {
+    sim = await startSimulator({ seed: 1, skus: 20, latencyMs: 60_000, latencyInboundShare: 1, quota: { requestsPerSecond: 0.001, burst: 2 } });
+    const gaveUp = new AbortController();
+    const answer = get(sim, `${API}/workspace`, {}, { signal: gaveUp.signal }).catch(() => "aborted");
+    while (sim.stats().requests < 1) await sleep(5); // it reached the socket: the way in (a minute) has begun
+    gaveUp.abort();
+    expect(await answer).toBe("aborted");
+    while (!sim.stats().byStatus.reset) await sleep(5);
+    // Decided on arrival (inbound share 0, the test above), the bucket would have taken it.
+    expect(sim.stats()).toMatchObject({ requests: 1, accepted: 0, rateLimited: 0 });
+    await expect(startSimulator({ latencyMs: 10, latencyInboundShare: 1.5 })).rejects.toThrow(/inbound share/);
+  });
+
+  it("latencyLegs: each way gets its share of the latency and of the jitter, drawn apart", () => {
+    const rng = createRng(7, "legs");
+    const split = Array.from({ length: 200 }, () => latencyLegs({ ms: 100, jitterMs: 20, inboundShare: 0.5, rng }));
+    for (const { inMs, outMs } of split) {
+      expect(inMs).toBeGreaterThanOrEqual(40);
+      expect(inMs).toBeLessThanOrEqual(60);
+      expect(outMs).toBeGreaterThanOrEqual(40);
+      expect(outMs).toBeLessThanOrEqual(60);
+    }
+    expect(split.some(({ inMs, outMs }) => inMs !== outMs)).toBe(true);
+    expect(latencyLegs({ ms: 100, jitterMs: 20, inboundShare: 0, rng }).inMs).toBe(0);
+    expect(latencyLegs({ ms: 100, jitterMs: 20, inboundShare: 1, rng }).outMs).toBe(0);
   });
 });
 

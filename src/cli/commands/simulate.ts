@@ -24,7 +24,7 @@ function requestsPerWindow(value: string, flag: string): { requests: number; win
   return { requests: Number(m[1]), windowSeconds: Number(m[2]) };
 }
 
-/** --quota-window, --quota-sliding, --quota-retry-after, --latency-ms, --latency-jitter-ms (after --profile and --quota-rps). */
+/** --quota-window, --quota-sliding, --quota-retry-after, --latency-ms, --latency-jitter-ms, --latency-inbound-share (after --profile and --quota-rps). */
 function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
   const sliding = v["quota-sliding"] as string | undefined;
@@ -42,6 +42,13 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   if (latency !== undefined) opts.latencyMs = latency;
   const jitter = int(v["latency-jitter-ms"], "latency-jitter-ms");
   if (jitter !== undefined) opts.latencyJitterMs = jitter;
+  const share = v["latency-inbound-share"] as string | undefined;
+  if (share !== undefined) {
+    const n = Number(share);
+    if (share.trim() === "" || !(n >= 0 && n <= 1)) throw new ConfigError(`--latency-inbound-share: expected a share from 0 to 1, got "${share}"`);
+    if (!(opts.latencyMs ?? 0) && !(opts.latencyJitterMs ?? 0)) throw new ConfigError("--latency-inbound-share needs a latency (--latency-ms or a latency profile)");
+    opts.latencyInboundShare = n;
+  }
 }
 
 export default async function simulate(v: CliValues): Promise<number> {
