@@ -153,7 +153,7 @@ export function quotaFlags(q: QuotaOptions): string[] {
     q.kind === "fixed-window" || q.kind === "sliding-window"
       ? [q.kind === "fixed-window" ? "--quota-window" : "--quota-sliding", `${q.requests}/${q.windowSeconds}`]
       : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond), ...(q.startTokens === undefined ? [] : ["--quota-start-tokens", String(q.startTokens)])];
-  return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : [])];
+  return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : []), ...(q.otherClientRps ? ["--quota-other-client-rps", String(q.otherClientRps)] : [])];
 }
 
 /** Least time (ms) the quota allows for `accepted` requests, the first `offsetMs` into the quota's first window. */

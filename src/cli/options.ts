@@ -96,6 +96,12 @@ export const COMMANDS: CommandDef[] = [
       { name: "quota-rps", type: "string", arg: "N", help: "per-workspace quota in requests/s, answered with 429 + Retry-After (default: none)" },
       { name: "quota-burst", type: "string", arg: "N", help: "quota burst size (default: the quota)" },
       { name: "quota-start-tokens", type: "string", arg: "N", help: "tokens in the bucket when the first request comes (default: full; 0 = just emptied by another client)" },
+      {
+        name: "quota-other-client-rps",
+        type: "string",
+        arg: "N",
+        help: "another client of the workspace spends the same quota at N requests/s (Poisson arrivals, seeded; it neither retries nor waits out a Retry-After)",
+      },
       { name: "quota-window", type: "string", arg: "N/S", help: "fixed-window quota instead: N requests per window of S seconds, e.g. 300/10" },
       { name: "quota-sliding", type: "string", arg: "N/S", help: "sliding-window quota instead: at most N requests in any S seconds (a log of admissions), e.g. 300/10" },
       {

@@ -3,6 +3,7 @@
  * honour Retry-After. Both run on the wall clock, not the model's clock: they are about real
  * request timing.
  */
+import { createRng } from "./prng.js";
 
 /**
  * How a quota 429 names its wait: `seconds` (delta-seconds, an integer rounded up: the
@@ -43,7 +44,16 @@ export interface SlidingWindowOptions {
   retryAfter?: RetryAfterForm;
 }
 
-export type QuotaOptions = TokenBucketOptions | FixedWindowOptions | SlidingWindowOptions;
+/**
+ * Another client of the workspace spends the same quota at this many requests per second (Poisson
+ * arrivals, seeded): the application the mirror runs beside, say. It neither retries nor waits out a
+ * Retry-After; its requests only take from the quota (SharedQuota).
+ */
+export interface OtherClientOption {
+  otherClientRps?: number;
+}
+
+export type QuotaOptions = (TokenBucketOptions | FixedWindowOptions | SlidingWindowOptions) & OtherClientOption;
 
 /** A refusal says how long until a request would be admitted: exactly (ms) and as Retry-After delta-seconds (≥ 1, rounded up). */
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number; waitMs: number };
@@ -177,6 +187,14 @@ export class SlidingWindow implements Quota {
 
 /** The quota an options object describes (throws RangeError on bad values). */
 export function createQuota(opts: QuotaOptions, clock?: () => number): Quota {
+  if (opts.otherClientRps !== undefined) {
+    if (!(opts.otherClientRps > 0) || !Number.isFinite(opts.otherClientRps)) throw new RangeError(`otherClientRps must be a positive number, got ${JSON.stringify(opts.otherClientRps)}`);
+    return new SharedQuota(opts, opts.otherClientRps, clock);
+  }
+  return createOwnQuota(opts, clock);
+}
+
+function createOwnQuota(opts: QuotaOptions, clock?: () => number): Quota {
   if (opts.retryAfter !== undefined && !RETRY_AFTER_FORMS.includes(opts.retryAfter)) {
     throw new RangeError(`retryAfter must be one of ${RETRY_AFTER_FORMS.join(", ")}, got ${JSON.stringify(opts.retryAfter)}`);
   }
@@ -273,4 +291,45 @@ export function retryAfterDeadline(value: string, sentAt: number): number | null
   const asctime = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/.test(v);
   const date = Date.parse(asctime ? `${v} GMT` : v);
   return Number.isNaN(date) ? null : date;
+}
+
+/**
+ * A quota another client spends too (OtherClientOption). Its arrivals are replayed lazily, in time
+ * order, before each of ours: the quota's state is what it would be had they come as they fell, with
+ * no timer of its own, and the same seed gives the same arrivals.
+ */
+export class SharedQuota implements Quota {
+  /** The other client's requests so far, and how many of them the quota refused. */
+  otherRequests = 0;
+  otherRefused = 0;
+  private replayingAt: number | null = null;
+  private nextOtherAt: number;
+  private readonly inner: Quota;
+  private readonly rng = createRng(0, "quota-other-client");
+
+  constructor(
+    opts: QuotaOptions,
+    private readonly otherRps: number,
+    private readonly clock: () => number = () => performance.now(),
+  ) {
+    this.inner = createOwnQuota(opts, () => this.replayingAt ?? this.clock());
+    this.nextOtherAt = this.clock() + this.otherGapMs();
+  }
+
+  take(): TakeResult {
+    const now = this.clock();
+    while (this.nextOtherAt <= now) {
+      this.replayingAt = this.nextOtherAt;
+      this.otherRequests++;
+      if (!this.inner.take().ok) this.otherRefused++;
+      this.nextOtherAt += this.otherGapMs();
+    }
+    this.replayingAt = null;
+    return this.inner.take();
+  }
+
+  /** Exponential, mean 1 ÷ the other client's rate. */
+  private otherGapMs(): number {
+    return (-Math.log(1 - this.rng.next()) / this.otherRps) * 1000;
+  }
 }

@@ -26,7 +26,7 @@ import { CursorCodec } from "./cursor.js";
 import { DEFAULT_OVERSIZE_BYTES, FaultEngine, faultRetryAfter, oversizeFrame, parseFaultSpec, PROXY_ERROR_PAGE, validateFaultRule, withoutRequiredField, type FaultRule } from "./faults.js";
 import type { SimModel } from "./model.js";
 import { createRng, type Rng } from "./prng.js";
-import { createQuota, quotaRetryAfter, retryAfterDeadline, type Quota, type QuotaOptions } from "./quota.js";
+import { createQuota, quotaRetryAfter, retryAfterDeadline, SharedQuota, type Quota, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
 import { hostileBody, type HostileTextOptions } from "./hostile-text.js";
@@ -143,7 +143,8 @@ export class SimServer {
   }
 
   getStats(): SimStats {
-    return this.stats.snapshot();
+    const q = this.quota;
+    return { ...this.stats.snapshot(), otherClient: q instanceof SharedQuota ? { requests: q.otherRequests, refused: q.otherRefused } : null };
   }
 
   resetStats(): void {

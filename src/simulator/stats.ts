@@ -34,6 +34,8 @@ export interface SimStats {
   peakConnections: number;
   /** Times each fault kind changed a response. */
   faultsFired: Partial<Record<FaultKind, number>>;
+  /** Another client spending the quota (quota option otherClientRps): its requests since the quota was set, and the ones refused; null without one. */
+  otherClient?: { requests: number; refused: number } | null;
 }
 
 export class StatsCollector {

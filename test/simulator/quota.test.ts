@@ -4,13 +4,41 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
-import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
+import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, SharedQuota, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { createRng } from "../../src/simulator/prng.js";
 import { latencyLegs } from "../../src/simulator/server.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { QUOTA_PROFILES } from "../../src/simulator/quota-profiles.js";
 import { API, get, sleep } from "./helpers.js";
+
+describe("SharedQuota: another client spends the same quota (fake clock)", () => {
+  it("its arrivals take from the bucket as they fall, replayed before each of ours; together never past the quota; the same arrivals each time", () => {
+    const run = () => {
+      let now = 0;
+      const q = createQuota({ requestsPerSecond: 10, burst: 10, otherClientRps: 5 }, () => now) as SharedQuota;
+      let ours = 0;
+      for (; now <= 10_000; now += 50) if (q.take().ok) ours++;
+      return { ours, other: q.otherRequests, otherAdmitted: q.otherRequests - q.otherRefused };
+    };
+    const a = run();
+    expect(a.other).toBeGreaterThan(30); // Poisson at 5/s over 10 s: about 50
+    expect(a.other).toBeLessThan(70);
+    expect(a.ours + a.otherAdmitted).toBeLessThanOrEqual(10 + 10 * 10);
+    expect(a.ours + a.otherAdmitted).toBeGreaterThan(10 * 10 - 5); // we asked for 20/s: the bucket was kept busy
+    expect(a.otherAdmitted).toBeGreaterThan(0); // some of the bucket went to it, not to us
+    expect(run()).toEqual(a);
+  });
+
+  it("an idle spell of ours still sees the other client's requests: a fast one empties the bucket meanwhile", () => {
+    let now = 0;
+    const q = createQuota({ requestsPerSecond: 10, burst: 10, otherClientRps: 200 }, () => now) as SharedQuota;
+    now = 1_000;
+    expect(q.take().ok).toBe(false);
+    expect(q.otherRequests).toBeGreaterThan(100);
+    expect(() => createQuota({ requestsPerSecond: 10, otherClientRps: 0 })).toThrow(/otherClientRps/);
+  });
+});
 
 describe("TokenBucket (fake clock)", () => {
   it("allows a burst, then one request per 1/rate, and names the wait in whole seconds ≥ 1", () => {

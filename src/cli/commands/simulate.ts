@@ -24,7 +24,7 @@ function requestsPerWindow(value: string, flag: string): { requests: number; win
   return { requests: Number(m[1]), windowSeconds: Number(m[2]) };
 }
 
-/** --quota-window, --quota-sliding, --quota-retry-after, --latency-ms, --latency-jitter-ms, --latency-inbound-share (after --profile and --quota-rps). */
+/** --quota-window, --quota-sliding, --quota-retry-after, --quota-other-client-rps, --latency-ms, --latency-jitter-ms, --latency-inbound-share (after --profile and --quota-rps). */
 function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
   const sliding = v["quota-sliding"] as string | undefined;
@@ -37,6 +37,11 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     if (!RETRY_AFTER_FORMS.includes(form as RetryAfterForm)) throw new ConfigError(`--quota-retry-after: expected ${RETRY_AFTER_FORMS.join(", ")}, got "${form}"`);
     if (!opts.quota) throw new ConfigError("--quota-retry-after needs a quota (--quota-rps, --quota-window, --quota-sliding or a quota profile)");
     opts.quota = { ...opts.quota, retryAfter: form as RetryAfterForm };
+  }
+  const other = num(v["quota-other-client-rps"], "quota-other-client-rps");
+  if (other !== undefined) {
+    if (!opts.quota) throw new ConfigError("--quota-other-client-rps needs a quota (--quota-rps, --quota-window, --quota-sliding or a quota profile)");
+    opts.quota = { ...opts.quota, otherClientRps: other };
   }
   const latency = int(v["latency-ms"], "latency-ms");
   if (latency !== undefined) opts.latencyMs = latency;
