@@ -47,6 +47,7 @@ export class DaemonMetrics {
   readonly retries: Counter;
   readonly backoffSeconds: Counter;
   readonly ceilingSeconds: Counter;
+  readonly unpacedSeconds: Counter;
   readonly skusFetched: Counter;
   readonly skusFailed: Counter;
   readonly historyRows: Counter;
@@ -87,16 +88,17 @@ export class DaemonMetrics {
     // Exposed as rate_limited_total (the name alerts and docs/deploy.md use); the same count as sync_runs.responses_429.
     this.responses429 = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
     this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
-    this.backoffSeconds = new Counter({
-      name: `${PREFIX}backoff_seconds_total`,
-      help: "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).",
+    this.backoffSeconds = seconds("backoff_seconds_total", "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).", registers);
+    this.ceilingSeconds = seconds(
+      "inflight_ceiling_seconds_total",
+      "Seconds, outside pauses, with as many requests in flight as concurrency allows: near the runs' sending time, concurrency and the server's round trip set the pace, not the quota.",
       registers,
-    });
-    this.ceilingSeconds = new Counter({
-      name: `${PREFIX}inflight_ceiling_seconds_total`,
-      help: "Seconds, outside pauses, with as many requests in flight as concurrency allows: near the runs' sending time, concurrency and the server's round trip set the pace, not the quota.",
+    );
+    this.unpacedSeconds = seconds(
+      "unpaced_hold_seconds_total",
+      "Seconds, before any 429, with as many requests in flight as the count sized for a quota of 200 req/s allows and work waiting: near the runs' sending time, a quota above that (or none) far away is not met; --max-rps sizes the count for the rate it names.",
       registers,
-    });
+    );
     this.skusFetched = new Counter({ name: `${PREFIX}skus_fetched_total`, help: "SKUs whose detail and history were fetched and stored.", registers });
     this.skusFailed = new Counter({ name: `${PREFIX}skus_failed_total`, help: "SKUs whose fetch failed (they stay queued for the next run).", registers });
     this.historyRows = new Counter({ name: `${PREFIX}history_rows_added_total`, help: "History rows added to the mirror.", registers });
@@ -163,6 +165,7 @@ export class DaemonMetrics {
     this.retries.inc(r.retries);
     this.backoffSeconds.inc(r.waitMs / 1000);
     this.ceilingSeconds.inc(r.ceilingHeldMs / 1000);
+    this.unpacedSeconds.inc(r.unpacedHeldMs / 1000);
     this.skusFetched.inc(r.skusFetched);
     this.skusFailed.inc(r.skusFailed);
     this.historyRows.inc(r.historyRowsAdded);
@@ -257,4 +260,9 @@ function safe(f: () => number | null): number | null {
   } catch {
     return null;
   }
+}
+
+/** A counter of seconds the runs spent some way (their sum over the daemon's life). */
+function seconds(name: string, help: string, registers: Registry[]): Counter {
+  return new Counter({ name: `${PREFIX}${name}`, help, registers });
 }

@@ -75,6 +75,8 @@ export interface SyncResult extends RunCounters {
   durationMs: number;
   /** Time, outside pauses, with every request the ceiling (`concurrency`) allows in flight (scheduler.ts). */
   ceilingHeldMs: number;
+  /** Time, with no 429 yet, with every request the count sized for an unknown quota allows in flight, work waiting (scheduler.ts: unpacedHeldMs). */
+  unpacedHeldMs: number;
   /** Said when that ceiling, not the server's quota, held the run back (ceiling-hint.ts); null otherwise. */
   ceilingHint: string | null;
   resumeAfter: string | null;
@@ -338,6 +340,7 @@ function syncResult(ctx: RunContext, outcome: Outcome): SyncResult {
     waitMs: scheduler.stats.waitMs,
     durationMs: 0,
     ceilingHeldMs: Math.round(scheduler.stats.ceilingHeldMs),
+    unpacedHeldMs: Math.round(scheduler.stats.unpacedHeldMs),
     ceilingHint: null,
     resumeAfter: outcome.resumeAfter,
     error: outcome.error,

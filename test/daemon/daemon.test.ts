@@ -47,6 +47,7 @@ function resultOf(mode: RunMode, over: Partial<SyncResult> = {}): SyncResult {
     waitMs: 0,
     durationMs: 1234,
     ceilingHeldMs: 0,
+    unpacedHeldMs: 0,
     ceilingHint: null,
     resumeAfter: null,
     error: null,
@@ -391,7 +392,7 @@ describe("Daemon: metrics", () => {
     await d.start();
     const a = d.tick("incremental");
     clock.t += 4_000;
-    sync.calls[0]!.resolve({ responses429: 3, responses503: 1, retries: 5, waitMs: 2_500, ceilingHeldMs: 750, durationMs: 4_000 });
+    sync.calls[0]!.resolve({ responses429: 3, responses503: 1, retries: 5, waitMs: 2_500, ceilingHeldMs: 750, unpacedHeldMs: 1_250, durationMs: 4_000 });
     await a;
     const m = (s: string) => sample(metrics, s);
     expect(await m('inventory_mirror_requests_total{endpoint="list",status="429"}')).toBe(3);
@@ -402,6 +403,7 @@ describe("Daemon: metrics", () => {
     expect(await m("inventory_mirror_retries_total")).toBe(5);
     expect(await m("inventory_mirror_backoff_seconds_total")).toBe(2.5);
     expect(await m("inventory_mirror_inflight_ceiling_seconds_total")).toBe(0.75);
+    expect(await m("inventory_mirror_unpaced_hold_seconds_total")).toBe(1.25);
     expect(await m("inventory_mirror_skus_fetched_total")).toBe(2);
     expect(await m("inventory_mirror_history_rows_added_total")).toBe(7);
     expect(await m("inventory_mirror_last_success_timestamp_seconds")).toBe((T0 + 4_000) / 1000);

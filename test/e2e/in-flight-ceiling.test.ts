@@ -94,8 +94,10 @@ describe("the in-flight count sized before any quota is known", () => {
     const r = await syncFar(db, []);
     expect(r.code, r.stderr).toBe(0);
     expect(diffAgainstTruth(db, far.groundTruth())).toEqual([]);
-    const result = JSON.parse(r.stdout) as { ceilingHint: string | null; responses429: number; requests: number };
+    const result = JSON.parse(r.stdout) as { ceilingHint: string | null; responses429: number; requests: number; unpacedHeldMs: number; durationMs: number };
     expect(result.responses429).toBe(0);
+    expect(result.unpacedHeldMs).toBeGreaterThan(0);
+    expect(result.unpacedHeldMs).toBeLessThanOrEqual(result.durationMs);
     expect(result.ceilingHint).toMatch(
       /^no request was refused, and the \d+ requests in flight sized for a quota of 200 req\/s \(none named, none met\) were all taken for [\d.]+ s of [\d.]+ s of sending.*--max-rps N/,
     );
@@ -105,6 +107,8 @@ describe("the in-flight count sized before any quota is known", () => {
     const t = await syncFar(told, ["--max-rps", "1000"]);
     expect(t.code, t.stderr).toBe(0);
     expect(diffAgainstTruth(told, far.groundTruth())).toEqual([]);
-    expect((JSON.parse(t.stdout) as { ceilingHint: string | null }).ceilingHint ?? "").not.toMatch(/sized for a quota/);
+    const toldResult = JSON.parse(t.stdout) as { ceilingHint: string | null; unpacedHeldMs: number };
+    expect(toldResult.ceilingHint ?? "").not.toMatch(/sized for a quota/);
+    expect(toldResult.unpacedHeldMs).toBe(0);
   });
 });
