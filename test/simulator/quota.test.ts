@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
-import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, SharedQuota, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
+import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, type SharedQuota, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { createRng } from "../../src/simulator/prng.js";
 import { latencyLegs } from "../../src/simulator/server.js";
