@@ -204,7 +204,9 @@ describe("workspace quota shared with another client of the workspace", () => {
 
   it("a full sync under 40 requests/s (burst 4) that another client spends at 15 requests/s ends equal to ground truth with no Retry-After violated", async () => {
     const { stats } = await fullSync(shared, "shared-quota.db");
-    expect(stats.otherClient?.requests).toBeGreaterThan(0);
+    // The quota really was shared: the other client's requests took some of it.
+    const other = stats.otherClient!;
+    expect(other.requests - other.refused).toBeGreaterThan(0);
     expect(stats.requests).toBeGreaterThan(160); // detail and history of 80 SKUs, and the list
   });
 });
