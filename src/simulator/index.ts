@@ -47,6 +47,8 @@ export interface SimulatorOptions extends ModelOptions {
   prefix?: string;
   /** Per-workspace quota (token bucket or fixed window, quota.ts); null (default) = unlimited. */
   quota?: QuotaOptions | null;
+  /** The limit before authentication, in front of the key check and the quota (server.ts SimServerOptions); null (default) = none. */
+  preAuthLimit?: QuotaOptions | null;
   faults?: FaultRule[];
   /** Where the API document leaves a choice open, take it another way (variance.ts; profiles.ts names bundles). */
   variance?: VarianceOptions;
@@ -75,6 +77,7 @@ export interface RunningSimulator {
   resetStats(): void;
   setFaults(rules: FaultRule[]): void;
   setQuota(q: QuotaOptions | null): void;
+  setPreAuthLimit(q: QuotaOptions | null): void;
   /** Closes the server and every socket promptly. */
   close(): Promise<void>;
 }
@@ -89,6 +92,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     apiKey,
     prefix,
     quota: opts.quota ?? null,
+    preAuthLimit: opts.preAuthLimit ?? null,
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
     ...(opts.variance ? { variance: opts.variance } : {}),
@@ -108,6 +112,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     resetStats: () => server.resetStats(),
     setFaults: (rules) => server.setFaults(rules),
     setQuota: (q) => server.setQuota(q),
+    setPreAuthLimit: (q) => server.setPreAuthLimit(q),
     close: () => server.close(),
   };
 }

@@ -2,7 +2,7 @@
  * The HTTP face of the simulator (node:http, keep-alive on).
  *
  * API pipeline, in order: stats + Retry-After check on arrival → the way in (the latency's inbound
- * share, if set) → auth (401) → quota (429) → the way back (the rest of the latency, if set) → route
+ * share, if set) → the limit before authentication (429, if set) → auth (401) → quota (429) → the way back (the rest of the latency, if set) → route
  * (404) / method (405) → faults → the endpoint.
  *
  * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. By default
@@ -51,6 +51,12 @@ export interface SimServerOptions {
   /** "" or "/something" (no trailing slash). */
   prefix: string;
   quota: QuotaOptions | null;
+  /**
+   * The limit before authentication the document names beside the workspace quota (any quota shape):
+   * every request takes from it first, the ones it refuses (429, its own Retry-After form) reach
+   * neither the key check nor the workspace quota. Null: none.
+   */
+  preAuthLimit?: QuotaOptions | null;
   faults: FaultRule[];
   /** Seeds fault selection, latency jitter and the cursor secret. */
   seed: number;
@@ -74,6 +80,8 @@ export class SimServer {
   private readonly seed: number;
   private quota: Quota | null = null;
   private quotaOptions: QuotaOptions | null = null;
+  private preAuth: Quota | null = null;
+  private preAuthOptions: QuotaOptions | null = null;
   private readonly latency: Latency | null;
   private faults: FaultEngine;
   private readonly sockets = new Set<Socket>();
@@ -100,6 +108,7 @@ export class SimServer {
     this.latency = latencyOf(o.latency, o.seed);
     this.setFaults(o.faults);
     this.setQuota(o.quota);
+    this.setPreAuthLimit(o.preAuthLimit ?? null);
     this.server = createServer({ keepAlive: true }, (req, res) => {
       this.onRequest(req, res).catch((err: unknown) => this.internalError(res, err));
     });
@@ -162,6 +171,13 @@ export class SimServer {
     this.quotaOptions = q;
   }
 
+  /** The limit before authentication (SimServerOptions.preAuthLimit), afresh; null: none. */
+  setPreAuthLimit(q: QuotaOptions | null): void {
+    if (q?.otherClientRps !== undefined) throw new RangeError("otherClientRps is for the workspace quota, not the limit before authentication");
+    this.preAuth = q ? createQuota(q) : null;
+    this.preAuthOptions = q;
+  }
+
   // ------------------------------------------------------------ pipeline
 
   private async onRequest(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -185,13 +201,20 @@ export class SimServer {
       await this.wait(legs.inMs, res);
       if (res.destroyed || this.closing) return;
     }
-    const authorized = this.authorized(req);
+    const before = this.preAuth ? this.preAuth.take() : null;
+    const passedBefore = !before || before.ok;
+    const authorized = passedBefore && this.authorized(req);
     const taken = authorized && this.quota ? this.quota.take() : null;
     if (authorized && (!taken || taken.ok)) this.stats.quotaAdmitted();
     const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, Date.now()) : null;
+    const preRetryAfter = before && !before.ok ? quotaRetryAfter(this.preAuthOptions?.retryAfter, before, Date.now()) : null;
     if (legs && legs.outMs > 0) {
       await this.wait(legs.outMs, res);
       if (res.destroyed || this.closing) return;
+    }
+    if (!passedBefore) {
+      this.stats.preAuthRejected();
+      return this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", preRetryAfter);
     }
     if (!authorized) return void this.sendApiError(res, 401, "unauthorized", "Missing or invalid developer key", { "www-authenticate": "Bearer" });
     if (taken && !taken.ok) {
@@ -380,6 +403,16 @@ export class SimServer {
           }
           return void sendJson(res, 200, { quota: q });
         }
+        case "/preauth": {
+          const body = await readJson(req);
+          if (body !== null && (typeof body !== "object" || Array.isArray(body))) throw new ConfigError("body must be null or a quota shape, as for /quota");
+          try {
+            this.setPreAuthLimit(body as QuotaOptions | null);
+          } catch (err) {
+            throw new ConfigError((err as Error).message);
+          }
+          return void sendJson(res, 200, { preAuthLimit: body });
+        }
         case "/churn": {
           const fraction = Number(url.searchParams.get("fraction") ?? "0.01");
           const seedParam = url.searchParams.get("seed");
@@ -424,6 +457,7 @@ const ADMIN_ROUTES: Record<string, "GET" | "POST"> = {
   "/stats/reset": "POST",
   "/faults": "POST",
   "/quota": "POST",
+  "/preauth": "POST",
   "/churn": "POST",
 };
 

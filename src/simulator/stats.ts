@@ -14,8 +14,10 @@ export interface SimStats {
   byEndpoint: Record<EndpointName, number>;
   /** Outcome per HTTP status ("200", "429", ...); "reset" for connections destroyed without a response. */
   byStatus: Record<string, number>;
-  /** 429s sent by the quota (fault-injected 429s are in faultsFired and byStatus). */
+  /** 429s sent by the quota and the limit before authentication (fault-injected 429s are in faultsFired and byStatus). */
   rateLimited: number;
+  /** Of those, the limit before authentication's (option preAuthLimit); 0 without one. */
+  preAuthLimited: number;
   /**
    * Requests the quota admitted (authorized and not refused by it; every authorized request
    * when there is no quota). Faults act after the quota, so a fault-injected 503 or 429 is
@@ -44,6 +46,7 @@ export class StatsCollector {
   private byEndpoint = emptyByEndpoint();
   private byStatus: Record<string, number> = {};
   private rateLimited = 0;
+  private preAuthLimited = 0;
   private accepted = 0;
   private acceptedBySecond: number[] = [];
   private firstAt: number | null = null;
@@ -84,6 +87,11 @@ export class StatsCollector {
     this.rateLimited++;
   }
 
+  preAuthRejected(): void {
+    this.rateLimited++;
+    this.preAuthLimited++;
+  }
+
   fault(kind: FaultKind): void {
     this.faultsFired[kind] = (this.faultsFired[kind] ?? 0) + 1;
   }
@@ -103,6 +111,7 @@ export class StatsCollector {
       byEndpoint: { ...this.byEndpoint },
       byStatus: { ...this.byStatus },
       rateLimited: this.rateLimited,
+      preAuthLimited: this.preAuthLimited,
       accepted: this.accepted,
       acceptedBySecond: [...this.acceptedBySecond],
       firstRequestAt: this.firstAt,
@@ -121,6 +130,7 @@ export class StatsCollector {
     this.byEndpoint = emptyByEndpoint();
     this.byStatus = {};
     this.rateLimited = 0;
+    this.preAuthLimited = 0;
     this.accepted = 0;
     this.acceptedBySecond = [];
     this.firstAt = null;

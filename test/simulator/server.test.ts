@@ -147,6 +147,33 @@ describe("server", () => {
     }
   });
 
+  it("a limit before authentication refuses ahead of the key check and the quota, in its own Retry-After form, and spends neither", async () => {
+    // 0.01 req/s, burst 2: two requests pass it, then every one is refused for 100 s.
+    const sim = await startSimulator({ seed: 4, skus: 10, quota: { requestsPerSecond: 100, burst: 100 }, preAuthLimit: { requestsPerSecond: 0.01, burst: 2, retryAfter: "date" } });
+    try {
+      expect((await get(sim, `${API}/workspace`, {}, { key: "wrong" })).status).toBe(401);
+      expect((await get(sim, `${API}/workspace`)).status).toBe(200);
+      const wrongKey = await get(sim, `${API}/workspace`, {}, { key: "wrong" });
+      expect(wrongKey.status).toBe(429);
+      expect(Date.parse(wrongKey.headers.get("retry-after") ?? "")).toBeGreaterThan(Date.now() + 60_000);
+      expect((await get(sim, `${API}/workspace`)).status).toBe(429);
+      const st = sim.stats();
+      expect(st.preAuthLimited).toBe(2);
+      expect(st.rateLimited).toBe(2);
+      // Only the one request that got past both limits with the right key was admitted by the quota.
+      expect(st.accepted).toBe(1);
+      // Over HTTP, afresh: the bucket is full again; null takes it away.
+      expect((await admin(sim, "/preauth", "POST", { requestsPerSecond: 0.01, burst: 1 })).status).toBe(200);
+      expect((await get(sim, `${API}/workspace`)).status).toBe(200);
+      expect((await get(sim, `${API}/workspace`)).status).toBe(429);
+      expect((await admin(sim, "/preauth", "POST", null)).status).toBe(200);
+      expect((await get(sim, `${API}/workspace`)).status).toBe(200);
+      expect((await admin(sim, "/preauth", "POST", { requestsPerSecond: 5, otherClientRps: 1 })).status).toBe(400);
+    } finally {
+      await sim.close();
+    }
+  });
+
   it("answers a malformed HTTP request with a JSON 400", async () => {
     const sim = await startSimulator({ seed: 1, skus: 5 });
     try {

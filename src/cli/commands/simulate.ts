@@ -43,6 +43,7 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     if (!opts.quota) throw new ConfigError("--quota-other-client-rps needs a quota (--quota-rps, --quota-window, --quota-sliding or a quota profile)");
     opts.quota = { ...opts.quota, otherClientRps: other };
   }
+  applyPreAuthLimit(opts, v);
   const latency = int(v["latency-ms"], "latency-ms");
   if (latency !== undefined) opts.latencyMs = latency;
   const jitter = int(v["latency-jitter-ms"], "latency-jitter-ms");
@@ -54,6 +55,20 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     if (!(opts.latencyMs ?? 0) && !(opts.latencyJitterMs ?? 0)) throw new ConfigError("--latency-inbound-share needs a latency (--latency-ms or a latency profile)");
     opts.latencyInboundShare = n;
   }
+}
+
+/** --preauth-rps, --preauth-burst, --preauth-retry-after: the limit before authentication (server.ts). */
+function applyPreAuthLimit(opts: SimulatorOptions, v: CliValues): void {
+  const rps = num(v["preauth-rps"], "preauth-rps");
+  const burst = num(v["preauth-burst"], "preauth-burst");
+  const form = v["preauth-retry-after"] as string | undefined;
+  if (rps === undefined) {
+    if (burst !== undefined || form !== undefined) throw new ConfigError(`--${burst !== undefined ? "preauth-burst" : "preauth-retry-after"} needs --preauth-rps`);
+    return;
+  }
+  if (form !== undefined && !RETRY_AFTER_FORMS.includes(form as RetryAfterForm)) throw new ConfigError(`--preauth-retry-after: expected ${RETRY_AFTER_FORMS.join(", ")}, got "${form}"`);
+  if (burst !== undefined && burst < 1) throw new ConfigError(`--preauth-burst: expected a number >= 1, got "${String(v["preauth-burst"])}"`);
+  opts.preAuthLimit = { requestsPerSecond: rps, ...(burst === undefined ? {} : { burst }), ...(form === undefined ? {} : { retryAfter: form as RetryAfterForm }) };
 }
 
 export default async function simulate(v: CliValues): Promise<number> {
