@@ -54,7 +54,9 @@ function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
 }
 
 function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
-  if (e.phase === "window") return `send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
+  if (e.phase === "window" && e.requestsPerSecond === null) return `send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
+  if (e.phase === "window")
+    return `send ${e.requestsPerSecond!.toFixed(1)} req/s within each window (a fixed window behind a limit of about that rate: each window's allowance goes out at it), up to ${e.inFlightLimit} in flight`;
   const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
   const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
   const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;

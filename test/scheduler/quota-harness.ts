@@ -81,6 +81,12 @@ export interface QuotaShape {
   windowPhaseMs?: number;
   /** Another client of the workspace (the application beside the sidecar) spending the same bucket: its requests per second, Poisson arrivals. */
   otherClientRps?: number;
+  /**
+   * A limit before authentication (the document names one beside the workspace quota): a token bucket
+   * every request takes from first, a request it refuses never reaching the quota. Its 429s name their
+   * wait in their own form.
+   */
+  preAuth?: { rate: number; burst: number; retryAfter: RetryAfterForm };
 }
 
 export interface ShapeResult {
@@ -99,6 +105,9 @@ export interface ShapeResult {
 
 /** Least time the quota allows for `accepted` requests (the issue's definition). */
 function leastSeconds(shape: QuotaShape, accepted: number): number {
+  // Behind a limit before authentication too: each limiter alone bounds the time, the tighter one counts.
+  const pre = shape.preAuth ? Math.max(0, accepted - shape.preAuth.burst) / shape.preAuth.rate : 0;
+  if (pre > 0) return Math.max(pre, leastSeconds({ ...shape, preAuth: undefined }, accepted));
   // With another client on the bucket, what is left of its rate is ours.
   if (shape.kind === "bucket") return Math.max(0, accepted - (shape.startTokens ?? shape.burst)) / (shape.rate - (shape.otherClientRps ?? 0));
   // Less how far into its window the run began (the bench's definition).
@@ -122,6 +131,9 @@ class ModelServer {
   private windowStart: number;
   private windowCount = 0;
   private burst503Left = 0;
+  /** The limit before authentication (shape.preAuth): its tokens and when they were counted. */
+  private preTokens: number;
+  private preLast: number;
   /** When the other client's next request arrives (otherClientRps). */
   private otherAt: number;
   accepted = 0;
@@ -141,6 +153,8 @@ class ModelServer {
   ) {
     this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
+    this.preTokens = shape.preAuth?.burst ?? 0;
+    this.preLast = clock.now();
     this.windowStart = clock.now() - (shape.windowPhaseMs ?? 0);
     this.otherAt = shape.otherClientRps ? clock.now() + this.otherGap() : Infinity;
   }
@@ -170,19 +184,38 @@ class ModelServer {
       const s = b?.retryAfterSeconds ?? null;
       return { ok: false, status: 503, header: s === null ? null : String(s), until: s === null ? null : t + s * 1000 };
     }
-    const waitMs = this.admit(t);
+    const pre = this.preAuthWait(t);
+    const waitMs = pre > 0 ? pre : this.admit(t);
     if (waitMs === 0) {
       this.accepted++;
       return { ok: true };
     }
     this.throttled++;
-    if (this.shape.retryAfter === "none") return { ok: false, status: 429, header: null, until: null };
-    if (this.shape.retryAfter === "date-floor") {
+    return this.refusal(t, waitMs, pre > 0 ? this.shape.preAuth!.retryAfter : this.shape.retryAfter);
+  }
+
+  /** The limit before authentication: 0 when it lets the request through (a token taken), else ms until it would. */
+  private preAuthWait(t: number): number {
+    const p = this.shape.preAuth;
+    if (!p) return 0;
+    this.preTokens = Math.min(p.burst, this.preTokens + ((t - this.preLast) / 1000) * p.rate);
+    this.preLast = t;
+    if (this.preTokens >= 1) {
+      this.preTokens -= 1;
+      return 0;
+    }
+    return ((1 - this.preTokens) / p.rate) * 1000;
+  }
+
+  /** A 429 naming a wait of `waitMs` from `t` in the form given. */
+  private refusal(t: number, waitMs: number, form: RetryAfterForm): { ok: false; status: number; header: string | null; until: number | null } {
+    if (form === "none") return { ok: false, status: 429, header: null, until: null };
+    if (form === "date-floor") {
       // Cut to its second: up to a second before the quota admits again; the client is held to the date named.
       const until = Math.floor((t + waitMs) / 1000) * 1000;
       return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
     }
-    if (this.shape.retryAfter === "date") {
+    if (form === "date") {
       const until = Math.ceil((t + waitMs) / 1000) * 1000;
       return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
     }
@@ -353,6 +386,42 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   { name: "bucket 40/s burst 10 another client 10/s", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1000, otherClientRps: 10 },
   { name: "bucket 100/s burst 20 100 ms another client 20/s", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 100, jitterMs: 20, requests: 1600, otherClientRps: 20 },
   { name: "bucket 200/s burst 20 20 ms half full", kind: "bucket", rate: 200, burst: 20, retryAfter: "seconds", latencyMs: 20, jitterMs: 5, requests: 3000, startTokens: 10 },
+  // A limit before authentication (the document names one beside the workspace quota) in front of a workspace
+  // window: the window's allowance sent at once meets the per-client bucket. Each of its 429s was taken for the
+  // window's end (67 % of requests refused, 2.7x); paced inside the window now (rate-control.ts insideWindow).
+  {
+    name: "window 600/60 s behind a 20/s burst 4 limit before authentication 100 ms",
+    kind: "window",
+    rate: 600,
+    burst: 60,
+    retryAfter: "seconds",
+    latencyMs: 100,
+    jitterMs: 20,
+    requests: 1800,
+    preAuth: { rate: 20, burst: 4, retryAfter: "seconds" },
+  },
+  // The same with an allowance the short count of the first window underestimates (its count began after the bucket's 429s): 1.70x before the allowance grew.
+  {
+    name: "window 300/10 s date behind a 100/s burst 10 limit before authentication 50 ms",
+    kind: "window",
+    rate: 300,
+    burst: 10,
+    retryAfter: "date",
+    latencyMs: 50,
+    jitterMs: 10,
+    requests: 1500,
+    preAuth: { rate: 100, burst: 10, retryAfter: "seconds" },
+  },
+  // Two buckets: the burst before authentication is the smaller, the workspace's rate the lower.
+  {
+    name: "bucket 40/s burst 100 behind a 100/s burst 5 limit before authentication",
+    kind: "bucket",
+    rate: 40,
+    burst: 100,
+    retryAfter: "seconds",
+    requests: 1200,
+    preAuth: { rate: 100, burst: 5, retryAfter: "seconds" },
+  },
   { name: "bucket 30/s burst 5 no RA", kind: "bucket", rate: 30, burst: 5, retryAfter: "none", requests: 1000 },
   // A window whose 429s name no wait: the bounds as a token bucket came out at 1-4 req/s (200 at once, then refused
   // for seconds), and counts at that rate proved nothing more for minutes (51x the least time).
