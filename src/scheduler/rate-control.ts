@@ -347,6 +347,12 @@ export class RateControl {
   private keepGrants = false;
   /** The allowance is a guess grown from a short count (WINDOW_ALLOWANCE_GROWTH): the next window's end names it. */
   private allowanceGuessed = false;
+  /**
+   * The allowance was counted over a whole window (one that opened in phase "window"), not only over the
+   * part after the last pause when the window first showed: the count before may be short (inner 429s
+   * closed it), and paced within a window such a count is checked by requests, not waited out (enterNextWindow).
+   */
+  private allowanceWhole = false;
   /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
   private rampFloor = 0;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
@@ -409,6 +415,8 @@ export class RateControl {
   enterNextWindow(): number | null {
     // Refused after the opening we predicted (429s naming no wait): this window, not the next, is polled for.
     if (!this.windowSpent || this.windowEnd === null || this.windowMs === null || this.predictedOpenAt !== null) return null;
+    // Paced within the window on a count that may be short: requests go on (one at a time until one passes, which grows it).
+    if (this.windowPace !== null && !this.allowanceWhole) return null;
     this.windowsSince++;
     this.grantsInSegment = 0;
     this.windowCounted = true;
@@ -698,6 +706,7 @@ export class RateControl {
   private windowEnded(passes: number, end: number, latest: number | null = null, refusedFrom = end): void {
     this.allowance = Number.isFinite(this.allowance) && !this.allowanceGuessed ? Math.max(this.allowance, passes) : passes;
     this.allowanceGuessed = false;
+    if (this.setting.phase === "window") this.allowanceWhole = true;
     // How many windows lie between this end and the last: the ones we paused out on our own, and the one
     // whose allowance this 429 closed. Unless no request passed since we took the window in course as
     // open: then we took it early, and the 429 names the end of the window before (the length we knew was short).
@@ -715,10 +724,10 @@ export class RateControl {
     this.evidence.invalidate();
   }
 
-  /** Paced within a window: a pass that reaches the allowance shows it short (WINDOW_ALLOWANCE_GROWTH). */
+  /** Paced within a window: a pass beyond the allowance shows it short (WINDOW_ALLOWANCE_GROWTH); the allowance's own last pass does not. */
   private growShortAllowance(): void {
     const passes = this.windowCarry + (this.segment?.passes ?? 0);
-    if (passes < this.allowance) return;
+    if (passes <= this.allowance) return;
     this.allowance = passes * WINDOW_ALLOWANCE_GROWTH;
     this.allowanceGuessed = true;
   }
