@@ -415,7 +415,15 @@ export const QUOTA_MATRIX: QuotaShape[] = [
   // A window whose 429s name no wait behind a bucket that names one: the first window's count began after the
   // bucket's 429s (375 of 600), and the windows after it were waited out at that count (1.40x) until a paced
   // window's count is checked by requests (rate-control.ts allowanceWhole).
-  { name: "window 600/30 s no RA behind a 100/s burst 100 limit before authentication (HTTP-date)", kind: "window", rate: 600, burst: 30, retryAfter: "none", requests: 1800, preAuth: { rate: 100, burst: 100, retryAfter: "date" } },
+  {
+    name: "window 600/30 s no RA behind a 100/s burst 100 limit before authentication (HTTP-date)",
+    kind: "window",
+    rate: 600,
+    burst: 30,
+    retryAfter: "none",
+    requests: 1800,
+    preAuth: { rate: 100, burst: 100, retryAfter: "date" },
+  },
   // Two buckets: the burst before authentication is the smaller, the workspace's rate the lower.
   {
     name: "bucket 40/s burst 100 behind a 100/s burst 5 limit before authentication",
