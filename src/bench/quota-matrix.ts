@@ -19,6 +19,8 @@
  *   need − 1) × window − how far into its window the first request came (the bench sets the
  *   quota afresh just before the sync, so that offset is the CLI's start-up, ~0.3 s).
  *   sliding window: (windows the accepted requests need − 1) × window, from the first request.
+ *   Behind a limit before authentication too (a cell's `preAuth`): the longer of the quota's least
+ *   time and the limit's own for the requests it let through (each limit alone bounds the time).
  *   Latency is not in `least`: a cell behind latency also pays at least one round trip.
  * - ratio = wall ÷ least. Targets: ≤ 1.10 every cell, ≤ 1.05 median, 429s < 2 %, 0 violations.
  * - steady: what the quota admitted over the middle half of the run (its second quarter to its
@@ -41,6 +43,8 @@ export interface QuotaCell {
   quota: QuotaOptions;
   /** More `simulate` flags: latency, faults. */
   args?: string[];
+  /** A limit before authentication in front of the quota (`simulate --preauth-rps`), set afresh with the quota. */
+  preAuth?: { requestsPerSecond: number; burst: number };
 }
 
 /**
@@ -136,6 +140,14 @@ export const QUOTA_CELLS: QuotaCell[] = [
     args: ["--latency-ms", "100", "--latency-jitter-ms", "10"],
   },
   {
+    name: "window-250-per-10s-behind-preauth-40-burst-5",
+    about: "fixed window 250 requests / 10 s behind a limit before authentication of 40 req/s, burst 5 (the document names both; each window's allowance meets the per-client bucket)",
+    skus: 400,
+    seed: 126,
+    quota: { kind: "fixed-window", requests: 250, windowSeconds: 10 },
+    preAuth: { requestsPerSecond: 40, burst: 5 },
+  },
+  {
     name: "bucket-60-no-burst-latency-20ms",
     about: "token bucket 60 req/s, no burst (1), responses 20 ± 2 ms late (two requests decided within a token interval: a 429 and a second's pause)",
     skus: 600,
@@ -154,6 +166,20 @@ export function quotaFlags(q: QuotaOptions): string[] {
       ? [q.kind === "fixed-window" ? "--quota-window" : "--quota-sliding", `${q.requests}/${q.windowSeconds}`]
       : ["--quota-rps", String(q.requestsPerSecond), "--quota-burst", String(q.burst ?? q.requestsPerSecond), ...(q.startTokens === undefined ? [] : ["--quota-start-tokens", String(q.startTokens)])];
   return [...shape, ...(q.retryAfter ? ["--quota-retry-after", q.retryAfter] : []), ...(q.otherClientRps ? ["--quota-other-client-rps", String(q.otherClientRps)] : [])];
+}
+
+/**
+ * A cell's least time (ms): its quota's for the `accepted` requests, and behind a limit before
+ * authentication the longer of that and the limit's own for the requests it let through (`passedPreAuth`).
+ */
+export function cellLeastMs(cell: Pick<QuotaCell, "quota" | "preAuth">, accepted: number, passedPreAuth: number, offsetMs: number): number {
+  const quota = leastMs(cell.quota, accepted, offsetMs);
+  return cell.preAuth ? Math.max(quota, leastMs(cell.preAuth, passedPreAuth, 0)) : quota;
+}
+
+/** The `simulate` flags of a cell's limit before authentication (none without one). */
+function preAuthFlags(cell: QuotaCell): string[] {
+  return cell.preAuth ? ["--preauth-rps", String(cell.preAuth.requestsPerSecond), "--preauth-burst", String(cell.preAuth.burst)] : [];
 }
 
 /** Least time (ms) the quota allows for `accepted` requests, the first `offsetMs` into the quota's first window. */
@@ -178,6 +204,7 @@ interface CellStats {
   byStatus: Record<string, number>;
   retryAfterViolations: unknown[];
   firstRequestAt: number | null;
+  preAuthLimited: number;
 }
 
 export interface CellResult {
@@ -204,11 +231,12 @@ export interface CellResult {
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 
 export async function runCell(cell: QuotaCell, work: string, log: (m: string) => void): Promise<CellResult> {
-  const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...(cell.args ?? [])] });
+  const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...preAuthFlags(cell), ...(cell.args ?? [])] });
   try {
     // A fresh quota (full bucket, window starting now) and fresh counters, just before the sync.
     const quotaSetAt = Date.now();
     await sim.admin("/quota", "POST", cell.quota);
+    if (cell.preAuth) await sim.admin("/preauth", "POST", cell.preAuth);
     await sim.admin("/stats/reset", "POST");
     const m = await syncCli(sim.baseUrl, join(work, `quota-${cell.name}.db`), ["--full"]);
     const exitedAt = Date.now();
@@ -217,7 +245,7 @@ export async function runCell(cell: QuotaCell, work: string, log: (m: string) =>
     const check = compareWithTruth(join(work, `quota-${cell.name}.db`), truth);
     const first = s.firstRequestAt ?? exitedAt;
     const wallMs = exitedAt - first;
-    const least = leastMs(cell.quota, s.accepted, first - quotaSetAt);
+    const least = cellLeastMs(cell, s.accepted, s.requests - s.preAuthLimited, first - quotaSetAt);
     const r: CellResult = {
       name: cell.name,
       about: cell.about,

@@ -4,7 +4,7 @@
  * shapes issue 10 names. The matrix itself runs in `npm run bench -- quota`.
  */
 import { describe, expect, it } from "vitest";
-import { leastMs, medianOf, QUOTA_CELLS, quotaFlags, steadyShare } from "../../src/bench/quota-matrix.js";
+import { cellLeastMs, leastMs, medianOf, QUOTA_CELLS, quotaFlags, steadyShare } from "../../src/bench/quota-matrix.js";
 
 describe("leastMs", () => {
   it("token bucket: (accepted − burst) ÷ rate, never negative", () => {
@@ -29,6 +29,17 @@ describe("leastMs", () => {
     expect(leastMs(q, 250, 0)).toBe(0);
     expect(leastMs(q, 1240, 0)).toBe(20_000);
     expect(leastMs(q, 1240, 300)).toBe(20_000);
+  });
+});
+
+describe("cellLeastMs", () => {
+  it("behind a limit before authentication: the longer of the quota's least time and the limit's own for what it let through", () => {
+    const window = { kind: "fixed-window", requests: 250, windowSeconds: 10 } as const;
+    // 819 accepted need 4 windows (30 s); the 40/s limit let 832 through: (832 − 5) ÷ 40 = 20.7 s.
+    expect(cellLeastMs({ quota: window, preAuth: { requestsPerSecond: 40, burst: 5 } }, 819, 832, 0)).toBe(30_000);
+    // A limit of 20/s binds instead: (832 − 5) ÷ 20 = 41.35 s.
+    expect(cellLeastMs({ quota: window, preAuth: { requestsPerSecond: 20, burst: 5 } }, 819, 832, 0)).toBe(41_350);
+    expect(cellLeastMs({ quota: window }, 819, 832, 0)).toBe(30_000);
   });
 });
 
@@ -67,6 +78,7 @@ describe("the cells", () => {
     expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && !a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.includes("--latency-ms") && c.args[c.args.indexOf("--latency-ms") + 1] === "100")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.preAuth && c.quota.kind === "fixed-window")).toBe(true); // a window behind a limit before authentication
     expect(Math.min(...buckets.map((q) => q.requestsPerSecond))).toBeLessThanOrEqual(2);
     expect(Math.max(...buckets.map((q) => q.requestsPerSecond))).toBeGreaterThanOrEqual(200);
   });
