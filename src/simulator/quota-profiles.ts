@@ -1,7 +1,8 @@
 /**
  * Server profiles for the quota shapes of issue 10 §2: token buckets with no, a small or a
  * large burst, a fixed or a sliding window, 429s whose Retry-After is delta-seconds, an HTTP-date or
- * absent, 503 bursts that are not about quota, and a server 20 or 100 ms away. Spread into
+ * absent, 503 bursts that are not about quota, a server 20 or 100 ms away, and a workspace quota behind
+ * the limit before authentication the document names beside it. Spread into
  * SERVER_PROFILES (profiles.ts); combine them (`--profile quota-small-burst --profile
  * quota-503-bursts`). The values are examples: the bench's quota matrix picks its own.
  */
@@ -51,6 +52,14 @@ export const QUOTA_PROFILES: Record<string, ServerProfile> = {
   "quota-503-bursts-retry-after": {
     about: "1% of requests start a burst of 3 × 503 with Retry-After: 1 (not about quota); add a quota profile",
     options: { faults: [{ kind: "503", probability: 0.01, burst: 3, retryAfter: "seconds:1" }] },
+  },
+  "quota-window-behind-preauth": {
+    about: "fixed window of 250 requests per 10 s behind a limit before authentication of 40 req/s, burst 5 (the document names both limits)",
+    options: { quota: { kind: "fixed-window", requests: 250, windowSeconds: 10 }, preAuthLimit: { requestsPerSecond: 40, burst: 5 } },
+  },
+  "quota-preauth": {
+    about: "a limit before authentication of 30 req/s, burst 3, in front of whatever workspace quota is given (add a quota profile or flag)",
+    options: { preAuthLimit: { requestsPerSecond: 30, burst: 3 } },
   },
   "quota-latency-20ms": {
     about: "every response leaves 20 ± 5 ms after its request arrived (after the quota's decision)",

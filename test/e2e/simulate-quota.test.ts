@@ -5,6 +5,7 @@
  * 0..burst, or the flag without a token bucket, is a configuration error (exit 2) that says which.
  * `--quota-sliding N/S`: at most N requests in any S seconds, a refusal naming when the oldest
  * admission leaves the log; two quotas at once, or a malformed N/S, are configuration errors.
+ * `--preauth-rps N`: a limit before authentication, ahead of the key check, in its own Retry-After form.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
@@ -88,5 +89,38 @@ describe("simulate --quota-sliding", () => {
     const bad = await runCli(["simulate", "--port", "0", "--quota-sliding", "3 per 10"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--quota-sliding: expected N\/S \(requests per window of seconds\), got "3 per 10"/);
+  });
+});
+
+describe("simulate --preauth-rps", () => {
+  it("a limit before authentication: once spent, even a request with a wrong key is refused 429 (not 401), in the form --preauth-retry-after names", async () => {
+    child = spawnCli(["simulate", "--port", "0", "--skus", "3", "--preauth-rps", "0.02", "--preauth-burst", "2", "--preauth-retry-after", "date"], { env: { INVENTORY_API_KEY: KEY } });
+    let out = "";
+    child.stdout!.on("data", (d) => (out += d));
+    const base = await waitFor(
+      () => /base URL\s+(http:\S+)/.exec(out)?.[1],
+      () => `the simulator's base URL in: ${out}`,
+    );
+    const get = async (key: string) => {
+      const r = await fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${key}` } });
+      await r.text();
+      return r;
+    };
+    expect((await get("wrong")).status).toBe(401);
+    expect((await get(KEY)).status).toBe(200);
+    const refused = await get("wrong");
+    expect(refused.status).toBe(429);
+    // 0.02 req/s: the next token is 50 s away, named as an HTTP-date.
+    expect(Date.parse(refused.headers.get("retry-after") ?? "")).toBeGreaterThan(Date.now() + 30_000);
+    expect((await get(KEY)).status).toBe(429);
+  });
+
+  it("its burst or Retry-After form without it, or a form it does not know, is a configuration error saying which", async () => {
+    const alone = await runCli(["simulate", "--port", "0", "--preauth-burst", "3"]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--preauth-burst needs --preauth-rps/);
+    const form = await runCli(["simulate", "--port", "0", "--preauth-rps", "5", "--preauth-retry-after", "later"]);
+    expect(form.code).toBe(2);
+    expect(form.stderr).toMatch(/--preauth-retry-after: expected seconds, date, date-floor, none, got "later"/);
   });
 });

@@ -403,5 +403,8 @@ describe("quota profiles", () => {
     const both = profileOptions(["quota-small-burst", "quota-503-bursts"]);
     expect(both.quota).toEqual({ requestsPerSecond: 40, burst: 10 });
     expect(both.faults).toEqual([{ kind: "503", probability: 0.01, burst: 4 }]);
+    const behind = profileOptions(["quota-small-burst", "quota-preauth"]);
+    expect(behind.quota).toEqual({ requestsPerSecond: 40, burst: 10 });
+    expect(behind.preAuthLimit).toEqual({ requestsPerSecond: 30, burst: 3 });
   });
 });
