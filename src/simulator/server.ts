@@ -2,8 +2,8 @@
  * The HTTP face of the simulator (node:http, keep-alive on).
  *
  * API pipeline, in order: stats + Retry-After check on arrival → the way in (the latency's inbound
- * share, if set) → the limit before authentication (429, if set) → auth (401) → quota (429) → the way back (the rest of the latency, if set) → route
- * (404) / method (405) → faults → the endpoint.
+ * share, if set) → the limit before authentication (429, if set) → auth (401) → quota (429) → the
+ * way back (the rest of the latency, if set) → route (404) / method (405) → faults → the endpoint.
  *
  * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. By default
  * the whole round trip is spent after the quota's decision: the quota sees each request the
