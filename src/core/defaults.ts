@@ -38,7 +38,7 @@ export const DEFAULTS = {
   /** Retries of 429s are not counted against maxRetries (the server told us when), but bounded overall. */
   max429Retries: 50,
   /**
-   * Exponential backoff (full jitter) base and cap, for failures that carry no Retry-After. The
+   * Exponential backoff (equal jitter, retry-policy.ts) base and cap, for failures that carry no Retry-After. The
    * base is the AWS SDK's for transient errors (100 ms): a 503 burst not about quota is short, and
    * at the end of a run the last requests' backoffs are the run's tail (at 500 ms the bench's
    * 503-burst cell spent ~2.5 s waiting on them with nothing else to send).
