@@ -29,6 +29,12 @@ export interface FaultRule {
   retryAfter?: string;
   /** 429 / 503: once fired, the next burst−1 matching requests get the same answer. */
   burst?: number;
+  /**
+   * 429 / 503: once fired, every matching request for this many ms gets the same answer: an outage of
+   * that length (the auth store or an upstream down for a while), which every request in flight meets,
+   * where `burst` counts requests. Not with `burst`.
+   */
+  forMs?: number;
   /** slow: delay before responding (default 1000 ms); the response is then normal unless another rule fires. */
   delayMs?: number;
   /** oversize: body size in bytes (default 20 MB). */
@@ -44,7 +50,7 @@ const UUID_LIKE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}
  * Parse a CLI fault spec: `kind[:key=value,...]`, e.g. `429:p=0.05,retry-after=date`,
  * `503:every=10,count=3`, `reset:p=0.01`, `malformed-json:endpoint=detail,sku=<uuid>`.
  * Keys: p|probability, every, after, count, endpoint (names joined by `|` or `+`),
- * sku|skuId, retry-after (N | seconds:N | date | date:N | raw:<value>), burst,
+ * sku|skuId, retry-after (N | seconds:N | date | date:N | raw:<value>), burst, for|forMs (ms),
  * delay|delayMs|ms, bytes (suffix k or m allowed). A raw retry-after value may contain
  * commas (HTTP-dates do), so it takes the rest of the spec: put it last.
  */
@@ -71,6 +77,10 @@ export function parseFaultSpec(spec: string): FaultRule {
       case "count":
       case "burst":
         rule[key] = num(spec, key, value);
+        break;
+      case "for":
+      case "forMs":
+        rule.forMs = num(spec, key, value);
         break;
       case "delay":
       case "delayMs":
@@ -125,7 +135,7 @@ export function validateFaultRule(input: unknown, what = "fault rule"): FaultRul
   };
   if (!FAULT_KINDS.includes(r.kind as FaultKind)) fail(`kind must be one of ${FAULT_KINDS.join(", ")}, got ${JSON.stringify(r.kind)}`);
   const out: FaultRule = { kind: r.kind as FaultKind };
-  const known = new Set(["kind", "endpoint", "skuId", "probability", "every", "after", "count", "retryAfter", "burst", "delayMs", "bytes"]);
+  const known = new Set(["kind", "endpoint", "skuId", "probability", "every", "after", "count", "retryAfter", "burst", "forMs", "delayMs", "bytes"]);
   for (const key of Object.keys(r)) if (!known.has(key)) fail(`unknown field "${key}"`);
   if (r.endpoint !== undefined) {
     const list = Array.isArray(r.endpoint) ? r.endpoint : [r.endpoint];
@@ -136,7 +146,7 @@ export function validateFaultRule(input: unknown, what = "fault rule"): FaultRul
     if (typeof r.skuId !== "string" || !UUID_LIKE.test(r.skuId)) fail(`skuId must be a UUID`);
     out.skuId = (r.skuId as string).toLowerCase();
   }
-  const numberField = (key: "probability" | "every" | "after" | "count" | "burst" | "delayMs" | "bytes", min: number, max: number, int: boolean): void => {
+  const numberField = (key: "probability" | "every" | "after" | "count" | "burst" | "forMs" | "delayMs" | "bytes", min: number, max: number, int: boolean): void => {
     const v = r[key];
     if (v === undefined) return;
     if (typeof v !== "number" || !Number.isFinite(v) || v < min || v > max || (int && !Number.isInteger(v))) {
@@ -149,6 +159,7 @@ export function validateFaultRule(input: unknown, what = "fault rule"): FaultRul
   numberField("after", 0, Number.MAX_SAFE_INTEGER, true);
   numberField("count", 0, Number.MAX_SAFE_INTEGER, true);
   numberField("burst", 1, Number.MAX_SAFE_INTEGER, true);
+  numberField("forMs", 1, 3_600_000, true);
   numberField("delayMs", 0, 600_000, true);
   numberField("bytes", 1, 1024 * 1024 * 1024, true);
   if (r.retryAfter !== undefined) {
@@ -161,6 +172,8 @@ export function validateFaultRule(input: unknown, what = "fault rule"): FaultRul
     out.retryAfter = r.retryAfter as string;
   }
   if (r.burst !== undefined && r.kind !== "429" && r.kind !== "503") fail(`burst only applies to 429 and 503`);
+  if (r.forMs !== undefined && r.kind !== "429" && r.kind !== "503") fail(`forMs only applies to 429 and 503`);
+  if (r.forMs !== undefined && r.burst !== undefined) fail(`give burst (requests) or forMs (time), not both`);
   if (r.delayMs !== undefined && r.kind !== "slow") fail(`delayMs only applies to slow`);
   if (r.bytes !== undefined && r.kind !== "oversize") fail(`bytes only applies to oversize`);
   return out;
@@ -187,6 +200,8 @@ interface RuleState {
   seen: number;
   fired: number;
   burstLeft: number;
+  /** forMs: the outage in course lasts until then (clock ms). */
+  outageUntil: number;
 }
 
 /**
@@ -197,8 +212,12 @@ interface RuleState {
 export class FaultEngine {
   private states: RuleState[];
 
-  constructor(rules: readonly FaultRule[], seed: number) {
-    this.states = rules.map((rule, i) => ({ rule, rng: createRng(seed, "faults", i), seen: 0, fired: 0, burstLeft: 0 }));
+  constructor(
+    rules: readonly FaultRule[],
+    seed: number,
+    private readonly clock: () => number = () => performance.now(),
+  ) {
+    this.states = rules.map((rule, i) => ({ rule, rng: createRng(seed, "faults", i), seen: 0, fired: 0, burstLeft: 0, outageUntil: -Infinity }));
   }
 
   get rules(): FaultRule[] {
@@ -225,6 +244,7 @@ export class FaultEngine {
       s.burstLeft--;
       return true;
     }
+    if (rule.forMs !== undefined && this.clock() < s.outageUntil) return true;
     s.seen++;
     const n = s.seen - (rule.after ?? 0);
     if (n <= 0) return false;
@@ -233,6 +253,7 @@ export class FaultEngine {
     if (rule.probability !== undefined && !(s.rng.next() < rule.probability)) return false;
     s.fired++;
     if ((rule.kind === "429" || rule.kind === "503") && rule.burst !== undefined && rule.burst > 1) s.burstLeft = rule.burst - 1;
+    if (rule.forMs !== undefined) s.outageUntil = this.clock() + rule.forMs;
     return true;
   }
 }

@@ -146,6 +146,15 @@ describe("quota and retries", () => {
     expect(Number(lastRun(r.db).responses_503)).toBe(12);
   });
 
+  it("a 503 outage (every request for 150 ms, whichever worker sent it) is outlasted by each request's retries and the run completes equal to ground truth", async () => {
+    // Equal jitter: this config's 4 retries span at least 20 + 40 + 80 + 100 = 240 ms, longer than the outage.
+    const r = await syncWith([{ kind: "503", after: 40, count: 1, forMs: 150 }]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(r.db, sim.groundTruth())).toEqual([]);
+    expect(Number(lastRun(r.db).responses_503)).toBeGreaterThanOrEqual(1);
+    expect(r.stats.byStatus["503"]).toBe(Number(lastRun(r.db).responses_503));
+  });
+
   it("a 503 that never ends fails the run with exit 1 and a clear message, within its retry bound", async () => {
     const r = await syncWith([{ kind: "503" }]);
     expect(r.code).toBe(1);

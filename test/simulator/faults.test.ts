@@ -5,6 +5,7 @@
 import { request } from "node:http";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { DetailResponse, HistoryResponse, ListResponse, WorkspaceResponse } from "../../src/core/api-schemas.js";
+import { FaultEngine } from "../../src/simulator/faults.js";
 import { parseFaultSpec, startSimulator, type FaultRule, type RunningSimulator } from "../../src/simulator/index.js";
 import { API, get } from "./helpers.js";
 
@@ -73,6 +74,20 @@ describe("fault kinds", () => {
     for (let i = 0; i < 4; i++) bare.push(await ws());
     expect(bare.map((r) => r.status)).toEqual([503, 503, 503, 200]);
     expect(bare.every((r) => r.headers.get("retry-after") === null)).toBe(true);
+  });
+
+  it("503 outages (forMs): once fired, every request until the outage ends gets the same answer, however many (fake clock)", () => {
+    let now = 0;
+    const engine = new FaultEngine([{ kind: "503", every: 2, count: 1, forMs: 100 }], 1, () => now);
+    const at = (t: number) => {
+      now = t;
+      return engine.decide({ endpoint: "detail", skuId: null, hasCursor: false }).fault?.kind ?? null;
+    };
+    // The second request starts the outage at t=1; it lasts until t=101 for every request in it.
+    expect([at(0), at(1), at(2), at(2), at(2), at(100), at(101), at(150)]).toEqual([null, "503", "503", "503", "503", "503", null, null]);
+    expect(parseFaultSpec("503:p=0.01,for=300,retry-after=1")).toEqual({ kind: "503", probability: 0.01, forMs: 300, retryAfter: "seconds:1" });
+    expect(() => parseFaultSpec("503:p=0.01,for=300,burst=2")).toThrow(/burst \(requests\) or forMs \(time\), not both/);
+    expect(() => parseFaultSpec("reset:p=0.01,for=300")).toThrow(/forMs only applies to 429 and 503/);
   });
 
   it("429 with raw Retry-After values is sent verbatim", async () => {
