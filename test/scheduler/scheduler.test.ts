@@ -252,8 +252,8 @@ describe("request scheduler", () => {
     const results = await drive(clock, [failing, other]);
     expect(waitingSeen).toEqual([1, 0]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
-    // One slot: the other request went out during the backoff (at once), not after it (the backoff is 500 ms: random 0.5 × 1 s).
-    expect(events).toEqual([`failing sent at ${t0}`, `other sent at ${t0}`, `failing sent at ${t0 + 500}`]);
+    // One slot: the other request went out during the backoff (at once), not after it (the backoff is 750 ms: equal jitter, half of 1 s and random 0.5 of the other half).
+    expect(events).toEqual([`failing sent at ${t0}`, `other sent at ${t0}`, `failing sent at ${t0 + 750}`]);
   });
 
   it("counts the time the in-flight ceiling was full (stats.ceilingHeldMs), and none while fewer are in flight", async () => {
