@@ -6,7 +6,7 @@
  *
  * Figures per cell, all read from the simulator's own counters (/_sim/stats) except wall:
  * - requests: every API request; accepted: the ones the quota admitted (a fault 503 spent
- *   the quota, so it is accepted); 429 %: quota 429s ÷ requests; 503s: fault 503s;
+ *   the quota, so it is accepted); 429 %: 429s of the quota and of the limit before authentication ÷ requests; 503s: fault 503s;
  *   violations: requests that came back before a Retry-After deadline (the ledger, quota.ts).
  * - wall: from the arrival of the CLI's first request at the simulator to the CLI process's
  *   exit (both epoch ms on this machine's clock). Node's start-up and the opening of the

@@ -180,7 +180,7 @@ const WINDOW_MIN_WAIT_MS = 2_000;
 const WINDOW_MIN_PASSES = 10;
 /**
  * A limit inside a window (paceWithinWindow): each 429 of it at the pace in force lowers the pace this
- * much. The first pace is a rate proven before (the inner limit's own bounds) or what it let through.
+ * much, down to the window's own average. The first pace is the rate the bounds proved before the window showed.
  */
 const WINDOW_PACE_RETRACT = 0.9;
 /**

@@ -24,15 +24,20 @@ afterEach(async () => {
   child = null;
 });
 
+/** `simulate ARGS` as a child process with this file's key; its base URL once it listens (stopped in afterEach). */
+async function startSimulate(args: string[]): Promise<string> {
+  child = spawnCli(["simulate", ...args], { env: { INVENTORY_API_KEY: KEY } });
+  let out = "";
+  child.stdout!.on("data", (d) => (out += d));
+  return waitFor(
+    () => /base URL\s+(http:\S+)/.exec(out)?.[1],
+    () => `the simulator's base URL in: ${out}`,
+  );
+}
+
 describe("simulate --quota-start-tokens", () => {
   it("0: the first API request is refused (429 with Retry-After), and once the bucket refills requests pass again", async () => {
-    child = spawnCli(["simulate", "--port", "0", "--skus", "3", "--quota-rps", "40", "--quota-burst", "10", "--quota-start-tokens", "0"], { env: { INVENTORY_API_KEY: KEY } });
-    let out = "";
-    child.stdout!.on("data", (d) => (out += d));
-    const base = await waitFor(
-      () => /base URL\s+(http:\S+)/.exec(out)?.[1],
-      () => `the simulator's base URL in: ${out}`,
-    );
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--quota-rps", "40", "--quota-burst", "10", "--quota-start-tokens", "0"]);
     const get = () => fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${KEY}` } });
     const first = await get();
     await first.text();
@@ -62,13 +67,7 @@ describe("simulate --quota-start-tokens", () => {
 
 describe("simulate --quota-sliding", () => {
   it("3/600: three requests pass, the fourth is refused with a Retry-After of the oldest admission's leaving (600 s at most)", async () => {
-    child = spawnCli(["simulate", "--port", "0", "--skus", "3", "--quota-sliding", "3/600"], { env: { INVENTORY_API_KEY: KEY } });
-    let out = "";
-    child.stdout!.on("data", (d) => (out += d));
-    const base = await waitFor(
-      () => /base URL\s+(http:\S+)/.exec(out)?.[1],
-      () => `the simulator's base URL in: ${out}`,
-    );
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--quota-sliding", "3/600"]);
     const statuses: number[] = [];
     let retryAfter: string | null = null;
     for (let i = 0; i < 4; i++) {
@@ -94,13 +93,7 @@ describe("simulate --quota-sliding", () => {
 
 describe("simulate --preauth-rps", () => {
   it("a limit before authentication: once spent, even a request with a wrong key is refused 429 (not 401), in the form --preauth-retry-after names", async () => {
-    child = spawnCli(["simulate", "--port", "0", "--skus", "3", "--preauth-rps", "0.02", "--preauth-burst", "2", "--preauth-retry-after", "date"], { env: { INVENTORY_API_KEY: KEY } });
-    let out = "";
-    child.stdout!.on("data", (d) => (out += d));
-    const base = await waitFor(
-      () => /base URL\s+(http:\S+)/.exec(out)?.[1],
-      () => `the simulator's base URL in: ${out}`,
-    );
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--preauth-rps", "0.02", "--preauth-burst", "2", "--preauth-retry-after", "date"]);
     const get = async (key: string) => {
       const r = await fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${key}` } });
       await r.text();
