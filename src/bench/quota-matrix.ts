@@ -29,6 +29,12 @@
  *   whatever the run's length); this column is the rate the scheduler then holds, which is
  *   what a long backfill runs at. Not given for a fixed window (per-second counts of a window's
  *   allowance say nothing by themselves).
+ * - known (`--known-rate`): the same cell run again with `--max-rps` set to the quota's rate (the
+ *   slower of the quota and a limit before authentication), as a client that was told the rate
+ *   would run: the cell's ratio without the cost of finding the quota, so that what is left is the
+ *   server's own (Retry-After waits the rule makes every worker sit out, a bucket of one token that
+ *   jitter on the way keeps from being sent at its rate). Token buckets only: sent evenly, a window's
+ *   allowance would go out over the window, not at its opening, and its ratio would not be a floor.
  */
 import { join } from "node:path";
 import type { GroundTruth, QuotaOptions } from "../simulator/index.js";
@@ -226,11 +232,30 @@ export interface CellResult {
   equalToTruth: boolean;
   truthDifferences: string[];
   syncStatus: string;
+  /** The cell run again at the quota's rate (`--known-rate`; null when not run or not a token bucket). */
+  known?: { maxRps: number; ratio: number; share429: number; violations: number; equalToTruth: boolean } | null;
+}
+
+/** The rate a client told the quota would set (`--max-rps`): the slower of the bucket and a limit before authentication; null for a window. */
+export function knownRateOf(cell: Pick<QuotaCell, "quota" | "preAuth">): number | null {
+  const q = cell.quota;
+  if (q.kind === "fixed-window" || q.kind === "sliding-window") return null;
+  return Math.min(q.requestsPerSecond, cell.preAuth?.requestsPerSecond ?? Infinity);
 }
 
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 
-export async function runCell(cell: QuotaCell, work: string, log: (m: string) => void): Promise<CellResult> {
+/** `runCell`, then with `knownRate` the same cell again at the quota's rate (knownRateOf), its figures in `known`. */
+export async function runCellWithKnown(cell: QuotaCell, work: string, log: (m: string) => void, knownRate: boolean): Promise<CellResult> {
+  const r = await runCell(cell, work, log);
+  const rate = knownRate ? knownRateOf(cell) : null;
+  if (rate === null) return { ...r, known: null };
+  const k = await runCell(cell, work, (m) => log(`(known rate) ${m}`), ["--max-rps", String(rate)]);
+  return { ...r, known: { maxRps: rate, ratio: k.ratio, share429: k.share429, violations: k.violations, equalToTruth: k.equalToTruth } };
+}
+
+/** One cell: a fresh simulator, `sync --full` (with `syncArgs`), its figures against the quota and the ground truth. */
+async function runCell(cell: QuotaCell, work: string, log: (m: string) => void, syncArgs: string[] = []): Promise<CellResult> {
   const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...preAuthFlags(cell), ...(cell.args ?? [])] });
   try {
     // A fresh quota (full bucket, window starting now) and fresh counters, just before the sync.
@@ -238,11 +263,12 @@ export async function runCell(cell: QuotaCell, work: string, log: (m: string) =>
     await sim.admin("/quota", "POST", cell.quota);
     if (cell.preAuth) await sim.admin("/preauth", "POST", cell.preAuth);
     await sim.admin("/stats/reset", "POST");
-    const m = await syncCli(sim.baseUrl, join(work, `quota-${cell.name}.db`), ["--full"]);
+    const db = join(work, `quota-${cell.name}${syncArgs.length ? "-known" : ""}.db`);
+    const m = await syncCli(sim.baseUrl, db, ["--full", ...syncArgs]);
     const exitedAt = Date.now();
     const s = await sim.admin<CellStats>("/stats");
     const truth = await sim.admin<GroundTruth>("/ground-truth");
-    const check = compareWithTruth(join(work, `quota-${cell.name}.db`), truth);
+    const check = compareWithTruth(db, truth);
     const first = s.firstRequestAt ?? exitedAt;
     const wallMs = exitedAt - first;
     const least = cellLeastMs(cell, s.accepted, s.requests - s.preAuthLimited, first - quotaSetAt);
@@ -309,7 +335,8 @@ export function summariseMatrix(cells: CellResult[]) {
 
 /** The matrix as a text table (the same columns as BENCHMARKS.md). */
 export function matrixTable(cells: CellResult[]): string {
-  const head = ["cell", "SKUs", "requests", "accepted", "429 %", "503s", "RA viol.", "wall s", "least s", "ratio", "steady", "= truth"];
+  const withKnown = cells.some((c) => c.known);
+  const head = ["cell", "SKUs", "requests", "accepted", "429 %", "503s", "RA viol.", "wall s", "least s", "ratio", "steady", "= truth", ...(withKnown ? ["known"] : [])];
   const rows = cells.map((c) => [
     c.name,
     String(c.skus),
@@ -323,11 +350,13 @@ export function matrixTable(cells: CellResult[]): string {
     Number.isFinite(c.ratio) ? c.ratio.toFixed(3) : "-",
     c.steadyShare === null ? "-" : c.steadyShare.toFixed(3),
     c.equalToTruth ? "yes" : "NO",
+    ...(withKnown ? [knownCell(c)] : []),
   ]);
   const all = [head, ...rows];
   const width = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join("  ");
   const s = summariseMatrix(cells);
+  const known = cells.flatMap((c) => (c.known ? [c.known.ratio] : []));
   return [
     line(head),
     width.map((n) => "-".repeat(n)).join("  "),
@@ -335,5 +364,17 @@ export function matrixTable(cells: CellResult[]): string {
     "",
     `median ratio ${s.medianRatio} (target ≤ ${QUOTA_TARGETS.ratioMedian}), worst ${s.worstRatio} (target ≤ ${QUOTA_TARGETS.ratioEveryCell} every cell), ` +
       `429s < ${100 * QUOTA_TARGETS.share429} % and 0 violations in every cell: ${s.met ? "met" : "NOT met"}; median steady share ${s.medianSteady}`,
+    ...(known.length
+      ? [
+          `known: ratio with --max-rps at the quota's rate, median ${round(medianOf(known))} over ${known.length} token-bucket cells (* = a 429, a violation or a difference from the truth in that run)`,
+        ]
+      : []),
   ].join("\n");
+}
+
+/** The known-rate ratio, starred when that run drew a 429, broke a Retry-After or differed from the truth. */
+function knownCell(c: CellResult): string {
+  if (!c.known) return "-";
+  const flawed = c.known.share429 > 0 || c.known.violations > 0 || !c.known.equalToTruth;
+  return `${Number.isFinite(c.known.ratio) ? c.known.ratio.toFixed(3) : "-"}${flawed ? "*" : ""}`;
 }

@@ -9,6 +9,8 @@
  *   npm run bench -- --only 3,5            some of them
  *   npm run bench -- quota                 only the quota matrix (scenario 1)
  *   npm run bench -- quota --cell NAME     one cell of it (repeatable, or NAME,NAME)
+ *   npm run bench -- quota --known-rate    each token-bucket cell also run with --max-rps at its
+ *                                          quota's rate: the ratio without finding the quota (column known)
  *   npm run bench -- --reps 1              one run where the default repeats (a quick look)
  *   npm run bench -- --profile             also one profiled 20,000-SKU sync (node --cpu-prof,
  *                                          into bench/profiles/), summarised in the results
@@ -38,7 +40,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { DEFAULTS } from "../core/defaults.js";
 import { childEnv, KEY, measure, NAIVE, startSimulator, syncCli, WRITE_PATH, type Simulator } from "./proc.js";
-import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCell, summariseMatrix, type CellResult } from "./quota-matrix.js";
+import { matrixTable, QUOTA_CELLS, QUOTA_TARGETS, runCellWithKnown, summariseMatrix, type CellResult } from "./quota-matrix.js";
 import { formatSummary, summarise, type ProfileSummary } from "./profile.js";
 import { type LagCycle, lagCycle, publishRun, type PublishRun } from "./publish-pg.js";
 import { historyRowCounts, latestRun, skusFetchedInWalk, skusNotClean } from "../store/mirror-rows.js";
@@ -47,7 +49,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const OUT_DIR = join(ROOT, "bench");
 
 const { values, positionals } = parseArgs({
-  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true } },
+  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true }, "known-rate": { type: "boolean" } },
   allowPositionals: true,
 });
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
@@ -108,9 +110,14 @@ const stats = (sim: Simulator) => sim.admin<SimStats>("/stats");
 
 async function quotaMatrix() {
   const cells: CellResult[] = [];
-  for (const cell of QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name))) cells.push(await runCell(cell, work, log));
+  for (const cell of QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name))) cells.push(await runCellWithKnown(cell, work, log, values["known-rate"] === true));
   results.quota = {
-    setup: { flags: "sync --full (defaults)", wall: "first request's arrival at the simulator → CLI exit", cells: QUOTA_CELLS.filter((c) => cells.some((r) => r.name === c.name)) },
+    setup: {
+      flags: "sync --full (defaults)",
+      knownRate: values["known-rate"] === true ? "each token-bucket cell again with --max-rps at its quota's rate (cells[].known)" : false,
+      wall: "first request's arrival at the simulator → CLI exit",
+      cells: QUOTA_CELLS.filter((c) => cells.some((r) => r.name === c.name)),
+    },
     cells,
     summary: summariseMatrix(cells),
     target: QUOTA_TARGETS,

@@ -4,7 +4,7 @@
  * shapes issue 10 names. The matrix itself runs in `npm run bench -- quota`.
  */
 import { describe, expect, it } from "vitest";
-import { cellLeastMs, leastMs, medianOf, QUOTA_CELLS, quotaFlags, steadyShare } from "../../src/bench/quota-matrix.js";
+import { type CellResult, cellLeastMs, knownRateOf, leastMs, matrixTable, medianOf, QUOTA_CELLS, quotaFlags, steadyShare } from "../../src/bench/quota-matrix.js";
 
 describe("leastMs", () => {
   it("token bucket: (accepted − burst) ÷ rate, never negative", () => {
@@ -85,5 +85,48 @@ describe("the cells", () => {
   it("median ignores cells without a ratio", () => {
     expect(medianOf([3, 1, Number.NaN, 2])).toBe(2);
     expect(medianOf([1, 2])).toBe(1.5);
+  });
+});
+
+describe("the known-rate column (--known-rate)", () => {
+  it("runs a token bucket at its rate, behind a limit before authentication at the slower of the two, and no window", () => {
+    expect(knownRateOf({ quota: { requestsPerSecond: 40, burst: 10 } })).toBe(40);
+    expect(knownRateOf({ quota: { requestsPerSecond: 60, burst: 10 }, preAuth: { requestsPerSecond: 25, burst: 5 } })).toBe(25);
+    expect(knownRateOf({ quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } })).toBeNull();
+    expect(knownRateOf({ quota: { kind: "sliding-window", requests: 250, windowSeconds: 5 } })).toBeNull();
+  });
+  it("shows the known-rate ratio beside the cell's own, starred when that run drew a 429, and its median", () => {
+    const cell = (name: string, ratio: number, known: CellResult["known"]): CellResult => ({
+      name,
+      about: "",
+      skus: 1,
+      requests: 10,
+      accepted: 10,
+      rateLimited: 0,
+      share429: 0,
+      responses503: 0,
+      violations: 0,
+      wallMs: 1000,
+      processWallMs: 1200,
+      leastMs: 900,
+      ratio,
+      steadyShare: null,
+      equalToTruth: true,
+      truthDifferences: [],
+      syncStatus: "ok",
+      known,
+    });
+    const table = matrixTable([
+      cell("a", 1.2, { maxRps: 40, ratio: 1.03, share429: 0, violations: 0, equalToTruth: true }),
+      cell("b", 1.5, { maxRps: 60, ratio: 1.3, share429: 0.01, violations: 0, equalToTruth: true }),
+      cell("w", 1.1, null),
+    ]);
+    const rows = table.split("\n");
+    expect(rows[0]).toMatch(/\bknown$/);
+    expect(rows.find((r) => r.startsWith("a "))).toMatch(/1\.030$/);
+    expect(rows.find((r) => r.startsWith("b "))).toMatch(/1\.300\*$/);
+    expect(rows.find((r) => r.startsWith("w "))).toMatch(/ -$/);
+    expect(table).toContain("median 1.165 over 2 token-bucket cells");
+    expect(matrixTable([cell("a", 1.2, null)]).split("\n")[0]).not.toMatch(/known/);
   });
 });
