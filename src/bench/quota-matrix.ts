@@ -105,6 +105,14 @@ export const QUOTA_CELLS: QuotaCell[] = [
     args: ["--fault", "503:p=0.01,burst=4"],
   },
   {
+    name: "bucket-60-503-outages-400ms",
+    about: "token bucket 60 req/s, burst 10; 0.3% of requests start an outage of 400 ms in time (every request in it a 503, no Retry-After): an external API's blip, not a count of answers",
+    skus: 600,
+    seed: 134,
+    quota: { requestsPerSecond: 60, burst: 10 },
+    args: ["--fault", "503:p=0.003,for=400"],
+  },
+  {
     name: "bucket-60-503-bursts-retry-after",
     about:
       "token bucket 60 req/s, burst 10; 1% of requests start a burst of 4 × 503 naming Retry-After: 1 (every worker waits it out: the first 503 alone, the rest at once, two pauses a burst at least; the least time leaves them out)",

@@ -79,6 +79,7 @@ describe("the cells", () => {
     expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.includes("--latency-ms") && c.args[c.args.indexOf("--latency-ms") + 1] === "100")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.preAuth && c.quota.kind === "fixed-window")).toBe(true); // a window behind a limit before authentication
+    expect(QUOTA_CELLS.some((c) => c.args?.some((a) => /^503:.*\bfor=\d+/.test(a)))).toBe(true); // 503 outages in time, not only counted bursts
     expect(Math.min(...buckets.map((q) => q.requestsPerSecond))).toBeLessThanOrEqual(2);
     expect(Math.max(...buckets.map((q) => q.requestsPerSecond))).toBeGreaterThanOrEqual(200);
   });
