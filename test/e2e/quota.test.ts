@@ -208,22 +208,16 @@ describe("workspace window behind a limit before authentication", () => {
     await pre?.close();
   });
 
-  it("a full sync under 250 requests per 25 s behind 25 requests/s (burst 5) before authentication ends equal to ground truth with no Retry-After violated; the window's allowance is paced, and under 10% of requests are refused", async () => {
+  it("a full sync under 250 requests per 25 s behind 25 requests/s (burst 5) before authentication ends equal to ground truth with no Retry-After violated, and under 10% of requests are refused", async () => {
     pre.setQuota(WINDOW);
     pre.setPreAuthLimit({ requestsPerSecond: 25, burst: 5 });
-    const { db, stats } = await fullSync(pre, "window-behind-preauth.db");
+    const { stats } = await fullSync(pre, "window-behind-preauth.db");
     expect(stats.preAuthLimited).toBeGreaterThan(0);
+    // Not which reading the run took (a window paced within, or a bucket's): that depends on when the window's
+    // allowance runs out. In one CI run on a loaded machine the learning's pauses made it run out near the
+    // window's end (or not in the first window at all), and the run went on as a bucket's, correct and within
+    // the share. The paced window is asserted in virtual time (quota-shapes.test.ts, a window behind a bucket).
     expect(stats.rateLimited / stats.requests).toBeLessThan(0.1);
-    const d = new Database(db, { readonly: true });
-    try {
-      const rates = d.prepare("SELECT message FROM sync_journal WHERE kind = 'rate'").pluck().all() as string[];
-      expect(
-        rates.some((m) => m.includes("within each window")),
-        rates.join("\n"),
-      ).toBe(true);
-    } finally {
-      d.close();
-    }
   });
 });
 
@@ -244,13 +238,13 @@ describe("a window before authentication in front of a workspace token bucket", 
     await pre?.close();
   });
 
-  it("a full sync under 100 requests per 3 s before authentication and 60 requests/s (burst 10) behind it ends equal to ground truth with no Retry-After violated; both limits refused", async () => {
+  it("a full sync under 100 requests per 3 s before authentication and 60 requests/s (burst 10) behind it ends equal to ground truth with no Retry-After violated; the window before authentication refused", async () => {
     pre.setQuota(BUCKET);
     pre.setPreAuthLimit(PRE_WINDOW);
     const { stats } = await fullSync(pre, "bucket-behind-preauth-window.db");
-    // Both limits were met: the window before authentication (its allowance is under the run's requests) and the bucket behind it.
+    // The window before authentication was met (the run's ~250 requests outrun 100 per 3 s at the bucket's rate);
+    // whether the bucket refused too depends on how fast a cold process sends its first requests.
     expect(stats.preAuthLimited).toBeGreaterThan(0);
-    expect(stats.rateLimited).toBeGreaterThan(stats.preAuthLimited);
   });
 });
 

@@ -1,0 +1,20 @@
+import { describe, expect, it } from "vitest";
+import { describeRate } from "../../src/sync/run-journal.js";
+
+describe("the journal's rate line (describeRate)", () => {
+  const rate = (requestsPerSecond: number | null, phase: "unpaced" | "ramp" | "probe" | "hold" | "window", fitLow: number | null = null, fitHigh: number | null = null) =>
+    ({ type: "rate", requestsPerSecond, phase, fitLow, fitHigh, inFlightLimit: 4 }) as const;
+
+  it("a window's allowance sent at once, or paced within each window at the rate of the limit in front", () => {
+    expect(describeRate(rate(null, "window"))).toBe("send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to 4 in flight");
+    expect(describeRate(rate(24.44, "window", 24, 25))).toBe(
+      "send 24.4 req/s within each window (a fixed window behind a limit of about that rate: each window's allowance goes out at it), up to 4 in flight",
+    );
+  });
+
+  it("a bucket's rate with the quota's bounds as fitted so far (? while unbounded above)", () => {
+    expect(describeRate(rate(12, "ramp", 0, null))).toBe("send rate 12.0 req/s (ramp, quota between 0.0 and ? req/s), up to 4 in flight");
+    expect(describeRate(rate(39.21, "hold", 39.21, 40.77))).toBe("send rate 39.2 req/s (hold, quota between 39.2 and 40.8 req/s), up to 4 in flight");
+    expect(describeRate(rate(null, "unpaced"))).toBe("send rate unpaced (unpaced), up to 4 in flight");
+  });
+});
