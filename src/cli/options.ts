@@ -30,7 +30,12 @@ const CONNECTION: OptionDef[] = [
   { name: "expected-workspace-id", type: "string", arg: "ID", help: "refuse (exit 4) unless the key belongs to this workspace id" },
   { name: "expected-workspace-name", type: "string", arg: "NAME", help: "refuse (exit 4) unless the key belongs to this workspace name" },
   { name: "concurrency", type: "string", arg: "N", help: `most requests in flight at once; fewer when fewer reach the rate (default ${DEFAULTS.concurrency})` },
-  { name: "max-rps", type: "string", arg: "N", help: "client-side ceiling in requests per second (default: none; adapts to 429s). Config: rateLimit.requestsPerSecond" },
+  {
+    name: "max-rps",
+    type: "string",
+    arg: "N",
+    help: "client-side ceiling in requests per second (default: none; adapts to 429s). Your quota's rate, if known, saves the seconds of finding it. Config: rateLimit.requestsPerSecond",
+  },
   { name: "log-level", type: "string", arg: "LEVEL", help: "fatal, error, warn, info, debug, trace or silent (default info); logs are JSON lines on stderr" },
 ];
 const DB: OptionDef = { name: "db", type: "string", arg: "FILE", help: `SQLite database file (default ${DEFAULTS.dbPath}). Env: INVENTORY_DB` };
