@@ -32,10 +32,10 @@ afterAll(async () => {
 });
 
 /** A full sync into `name` against `server` from fresh counters: the CLI's result and the server's counters. */
-async function fullSync(server: RunningSimulator, name: string) {
+async function fullSync(server: RunningSimulator, name: string, timeoutMs?: number) {
   const db = join(dir, name);
   server.resetStats();
-  const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: server.baseUrl, INVENTORY_DB: db } });
+  const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: server.baseUrl, INVENTORY_DB: db }, timeoutMs });
   const stats = server.stats();
   expect(r.code, r.stderr).toBe(0);
   expect(diffAgainstTruth(db, server.groundTruth())).toEqual([]);
@@ -251,19 +251,23 @@ describe("a window before authentication in front of a workspace token bucket", 
 describe("workspace quota shared with another client of the workspace", () => {
   // The mirror runs beside an application that spends the same quota: some of our 429s come from its
   // requests taking the token, at a rate the counts had proved. Retried, and honoured, like any other.
+  // What this asserts is the mirror's correctness, not its pace: the pace ratchets down on such a quota
+  // (BENCHMARKS.md, issue 10). Usually 11-14 s for 80 SKUs here; in one CI dry run on a loaded machine a
+  // 429 early in the ramp left the rate at 1 req/s and the CLI ran out of its 110 s with 51 of 80 SKUs
+  // done. So 40 SKUs, and time for that pace.
   let shared: RunningSimulator;
   beforeAll(async () => {
-    shared = await startSimulator({ seed: 23, skus: 80, apiKey: KEY, quota: { requestsPerSecond: 40, burst: 4, otherClientRps: 15 } });
+    shared = await startSimulator({ seed: 23, skus: 40, apiKey: KEY, quota: { requestsPerSecond: 40, burst: 4, otherClientRps: 15 } });
   });
   afterAll(async () => {
     await shared?.close();
   });
 
-  it("a full sync under 40 requests/s (burst 4) that another client spends at 15 requests/s ends equal to ground truth with no Retry-After violated", async () => {
-    const { stats } = await fullSync(shared, "shared-quota.db");
+  it("a full sync under 40 requests/s (burst 4) that another client spends at 15 requests/s ends equal to ground truth with no Retry-After violated", { timeout: 260_000 }, async () => {
+    const { stats } = await fullSync(shared, "shared-quota.db", 240_000);
     // The quota really was shared: the other client's requests took some of it.
     const other = stats.otherClient!;
     expect(other.requests - other.refused).toBeGreaterThan(0);
-    expect(stats.requests).toBeGreaterThan(160); // detail and history of 80 SKUs, and the list
+    expect(stats.requests).toBeGreaterThan(80); // detail and history of 40 SKUs, and the list
   });
 });
