@@ -65,8 +65,9 @@ export function actionFor(e: ApiError): RetryAction {
  * Exponential backoff with equal jitter (AWS architecture blog): uniform in [c/2, c], c = min(cap,
  * base·2^attempt). Half of each wait is sure, so a request's retries span at least half the sum of
  * the ceilings (6.3 s over the default 6 retries from 100 ms) and an outage shorter than that never
- * fails it. With full jitter ([0, c]) the retries of a few requests all fell inside one outage of a
- * second (real CLI, 1 % of requests starting a 1 s outage of 503s: 3 of 600 SKUs failed, a partial run).
+ * fails it. With full jitter ([0, c]) a request's retries could all fall inside outages (real CLI, 60/s
+ * burst 10, 600 SKUs, 1 s outages of 503s starting on 0.3 % of requests: a SKU failed, a partial run, in
+ * 1 of 3 seeds; with equal jitter 0 of 5. BENCHMARKS.md).
  */
 export function backoffMs(attempt: number, baseMs: number, capMs: number, random: () => number = Math.random): number {
   const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(attempt, 30));
