@@ -223,6 +223,26 @@ const MIN_RATE = 0.5;
 const MIN_HORIZON_MS = 10_000;
 /** ...and a pause costs at least this (a 429 without Retry-After: our own backoff, the in-flight requests). */
 const MIN_PAUSE_COST_MS = 100;
+/**
+ * A contested quota: a 429 at a rate already proven within it, a second time in a run (the first
+ * relearns the capacity): another client of the workspace spends it too (the application the mirror
+ * runs beside), or it moved. Its bounds are no fixed bucket's, and each such 429 used to lower them for
+ * good: a 20/s bucket of 2 with another client at 5/s was held at 2-4 req/s of the 15 left, then
+ * walked down to 0.6; a 40/4 one with another at 15/s walked down to 1 req/s in a CI run. From then on
+ * the rate follows AIMD, as AWS's adaptive retry mode and TCP's congestion avoidance do: each 429 cuts
+ * it to this share of the rate that drew it... (harness, seeds 1-5, geometric mean ratio to what the other
+ * client leaves, before → after: 20/2 with 5/s 4.70 → 2.83x, 40/4 with 15/s 1.98 → 1.83x, 10/1 with 2/s
+ * 16.0 → 9.5x; our 429s 3.4 → 3.3 %, 1.3 → 1.6 %, 18 → 18 %: that other client's bursts empty a bucket so
+ * small whatever our rate. A cut to 0.9: 3.12x, 1.82x, 13.5x.)
+ */
+export const CONTESTED_CUT = 0.95;
+/** ...and each CONTESTED_QUIET_MS at it without a 429 raises it: first back to this share of that rate (CUBIC's plateau)... */
+const CONTESTED_RETURN = 0.97;
+/** ...then by this share, doubling at each rise in a row (up to CONTESTED_MAX_STEP)... */
+const CONTESTED_STEP = 0.03;
+const CONTESTED_MAX_STEP = 0.24;
+/** ...held this long: a 429 from a rise comes within a few seconds (the bucket drains at the rise), the other client's at random (4 s: 3.24x, 1.77x, 11.0x; 2 s: 2.73x, 1.75x, 7.1x but 1.7 % 429s on 40/4). */
+export const CONTESTED_QUIET_MS = 3_000;
 
 /**
  * The pacer's carry at `rate`, from CARRY_FROM_RATE up. As it is under the user's own ceiling
@@ -234,7 +254,7 @@ export function carryAtRate(rate: number): number {
   return rate >= CARRY_FROM_RATE ? PACER_CARRY : 0;
 }
 
-export type RatePhase = "unpaced" | "ramp" | "probe" | "hold" | "window";
+export type RatePhase = "unpaced" | "ramp" | "probe" | "hold" | "contested" | "window";
 
 export interface RateSetting {
   rate: number | null;
@@ -301,6 +321,8 @@ export class RateControl {
   private cycleLow = 0;
   /** The capacity was measured afresh once (relearnCapacity); `relearning` while its unpaced segment is out. */
   private relearned = false;
+  /** The quota is contested (CONTESTED_CUT): the rate that drew its last 429, the last 429 or rise (ms, sends), the rises since. */
+  private contested: { drew: number; at: number; sends: number; rises: number } | null = null;
   private relearning = false;
   /** Passes sent since the current 429 episode's first 429 was sent. */
   private cycle: { startAt: number; passes: number } | null = null;
@@ -622,6 +644,9 @@ export class RateControl {
     const drewIt = this.rateThatDrew(sentAt, rate);
     // A 429 at a rate taken as quiet: that verdict came early (a bucket still draining).
     if (drewIt <= this.quietRate * (1 + HOLD_MARGIN)) this.quietRate = 0;
+    // Only a bucket's 429s naming a wait (a window's, or those naming none, have their own ways: windowEnded, quietRate).
+    const contested = this.contested !== null || (drewIt <= this.low * (1 + HOLD_MARGIN) && this.relearned);
+    if (contested && !this.unnamed && (phase === "probe" || phase === "hold" || phase === "contested")) return this.contestedThrottle(drewIt, now);
     if (drewIt <= this.low * (1 + HOLD_MARGIN)) {
       if (!this.relearned) return this.relearnCapacity(drewIt);
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
@@ -704,6 +729,8 @@ export class RateControl {
    * each window on our own instead of spending a 429 to find its end.
    */
   private windowEnded(passes: number, end: number, latest: number | null = null, refusedFrom = end): void {
+    // A window: the contested bucket's AIMD was its refusals misread.
+    this.contested = null;
     this.allowance = Number.isFinite(this.allowance) && !this.allowanceGuessed ? Math.max(this.allowance, passes) : passes;
     this.allowanceGuessed = false;
     if (this.setting.phase === "window") this.allowanceWhole = true;
@@ -847,6 +874,8 @@ export class RateControl {
           this.setting = { ...s, rate: next, carry: this.carryAt(next) };
         }
       }
+    } else if (s.phase === "contested") {
+      if (s.rate !== null && this.contestedQuiet(s.rate, now)) this.contestedRise(s.rate, now);
     } else if (s.phase === "probe" || s.phase === "hold") {
       this.learnFromCounts(now);
       if (s.phase === "probe" && s.rate !== null && this.quietAt(s.rate, now)) {
@@ -863,6 +892,36 @@ export class RateControl {
       this.probe(now);
     }
     return this.setting.rate !== before;
+  }
+
+  /** A 429 on a contested quota: hold at CONTESTED_CUT of the rate that drew it; the bounds follow the rate (no fixed bucket to learn). */
+  private contestedThrottle(drew: number, now: number): void {
+    this.contested = { drew, at: now, sends: this.sends, rises: 0 };
+    this.evidenceTrusted = false;
+    this.evidenceFits = false;
+    this.evidenceProbe = false;
+    const rate = Math.max(MIN_RATE, drew * CONTESTED_CUT);
+    this.low = rate;
+    this.high = drew;
+    this.setRate(rate, "contested", now);
+  }
+
+  /** Contested: CONTESTED_QUIET_MS since the last 429 or rise, really sending at `rate` (not starved for work). */
+  private contestedQuiet(rate: number, now: number): boolean {
+    const c = this.contested!;
+    const elapsed = now - c.at;
+    return elapsed >= CONTESTED_QUIET_MS && this.sends - c.sends >= QUIET_SHARE * this.sendable(rate) * (elapsed / 1000);
+  }
+
+  /** Contested and quiet: back toward the rate of the last 429, then beyond it by a step doubling at each rise in a row. */
+  private contestedRise(rate: number, now: number): void {
+    const c = this.contested!;
+    const back = c.drew * CONTESTED_RETURN;
+    const next = rate < back ? back : rate * (1 + Math.min(CONTESTED_MAX_STEP, CONTESTED_STEP * 2 ** c.rises++));
+    this.contested = { ...c, at: now, sends: this.sends };
+    this.low = next;
+    this.high = Math.max(this.high, next);
+    this.setRate(next, "contested", now);
   }
 
   /** The ramp's next rate after `rate`: doubling, but far from the server only up to the first segment's rate and slower from there (RAMP_FACTOR_ABOVE_FIRST). */

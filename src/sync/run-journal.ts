@@ -5,6 +5,7 @@
  */
 import type { Logger } from "../core/logger.js";
 import type { SchedulerEvent } from "../scheduler/scheduler.js";
+import { CONTESTED_CUT, CONTESTED_QUIET_MS } from "../scheduler/rate-control.js";
 import type { JournalEntry, Store } from "../store/store.js";
 
 export class RunJournal {
@@ -57,6 +58,8 @@ export function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): stri
   if (e.phase === "window" && e.requestsPerSecond === null) return `send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
   if (e.phase === "window")
     return `send ${e.requestsPerSecond!.toFixed(1)} req/s within each window (a fixed window behind a limit of about that rate: each window's allowance goes out at it), up to ${e.inFlightLimit} in flight`;
+  if (e.phase === "contested")
+    return `send rate ${e.requestsPerSecond!.toFixed(1)} req/s (contested: 429s at rates the quota had allowed, another client spends it or it moved; ${Math.round((1 - CONTESTED_CUT) * 100)} % less at each 429, more after ${CONTESTED_QUIET_MS / 1000} s without one), up to ${e.inFlightLimit} in flight`;
   const rate = e.requestsPerSecond === null ? "unpaced" : `${e.requestsPerSecond.toFixed(1)} req/s`;
   const fmt = (v: number | null) => (v === null ? "?" : Number.isFinite(v) ? v.toFixed(1) : "∞");
   const quota = e.fitLow === null ? "" : `, quota between ${fmt(e.fitLow)} and ${fmt(e.fitHigh)} req/s`;
