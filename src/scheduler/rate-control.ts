@@ -917,8 +917,9 @@ export class RateControl {
   private contestedRise(rate: number, now: number): void {
     const c = this.contested!;
     const back = c.drew * CONTESTED_RETURN;
-    const next = rate < back ? back : rate * (1 + Math.min(CONTESTED_MAX_STEP, CONTESTED_STEP * 2 ** c.rises++));
-    this.contested = { ...c, at: now, sends: this.sends };
+    const beyond = rate >= back;
+    const next = beyond ? rate * (1 + Math.min(CONTESTED_MAX_STEP, CONTESTED_STEP * 2 ** c.rises)) : back;
+    this.contested = { ...c, at: now, sends: this.sends, rises: beyond ? c.rises + 1 : c.rises };
     this.low = next;
     this.high = Math.max(this.high, next);
     this.setRate(next, "contested", now);
