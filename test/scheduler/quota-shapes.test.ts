@@ -117,14 +117,19 @@ describe("the scheduler against each quota shape (virtual time)", () => {
   it("a bucket another client spends too is not walked down: after 429s at rates it had proven, the rate grows again in quiet spells (AIMD); 20/s burst 2 with another at 5/s within 3.3x of what is left, 40/s burst 4 with another at 15/s within 2.2x (each of seeds 1-5)", async () => {
     // Before: each 429 at a rate proven within the quota lowered both bounds for good, 5 % at a time; 20/2
     // walked down to 0.6 req/s of the 15 left (seed 1: 11.9x; the others 3.5-4.2x), 40/4 1.80-2.42x. After:
-    // 2.29-3.09x and 1.68-2.13x. The other
-    // client's bursts empty a bucket this small at any rate of ours: those 429s (3 % of our requests) stay.
+    // 2.29-3.09x and 1.68-2.13x. The other client's bursts empty a bucket this small at any rate of ours:
+    // those 429s (3 % of our requests) stay.
     const shapes: QuotaShape[] = [
       { name: "bucket 20/s burst 2 another client 5/s", kind: "bucket", rate: 20, burst: 2, retryAfter: "seconds", requests: 1500, otherClientRps: 5 },
       { name: "bucket 40/s burst 4 another client 15/s", kind: "bucket", rate: 40, burst: 4, retryAfter: "seconds", requests: 2000, otherClientRps: 15 },
     ];
     await expectEachSeedWithin(shapes[0]!, 3.3, [1, 2, 3, 4, 5]);
     await expectEachSeedWithin(shapes[1]!, 2.2, [1, 2, 3, 4, 5]);
+    // The mode itself: the run went contested, and a rate it set there was later raised above it without a 429 between.
+    const r = await runShape(shapes[0]!, { seed: 1, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const contested = r.events.flatMap(({ e }) => (e.type === "rate" && e.phase === "contested" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    expect(contested.length).toBeGreaterThan(0);
+    expect(contested.some((rate, i) => i > 0 && rate > contested[i - 1]!)).toBe(true);
   });
 
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
