@@ -87,6 +87,12 @@ export interface QuotaShape {
    * wait in their own form.
    */
   preAuth?: { rate: number; burst: number; retryAfter: RetryAfterForm };
+  /**
+   * Each request is refused with this probability whatever the rate (a 429 naming 1 s in the shape's
+   * form, no token taken): 429s not about our rate, as a gateway's other counters or a limit shared with
+   * others give.
+   */
+  random429?: number;
 }
 
 export interface ShapeResult {
@@ -183,6 +189,10 @@ class ModelServer {
       this.unavailable++;
       const s = b?.retryAfterSeconds ?? null;
       return { ok: false, status: 503, header: s === null ? null : String(s), until: s === null ? null : t + s * 1000 };
+    }
+    if (this.shape.random429 && this.random() < this.shape.random429) {
+      this.throttled++;
+      return this.refusal(t, 1_000, this.shape.retryAfter);
     }
     const pre = this.preAuthWait(t);
     const waitMs = pre > 0 ? pre : this.admit(t);

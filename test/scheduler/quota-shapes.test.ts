@@ -132,6 +132,17 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(contested.some((rate, i) => i > 0 && rate > contested[i - 1]!)).toBe(true);
   });
 
+  it("429s not about our rate (1% of requests refused whatever the rate, each naming 1 s) are kept to, not multiplied: every request done, no wait cut short, 429s under 2% of requests, within 2.2x (the waits they name are 1.4x alone)", async () => {
+    // A gateway's other counters, a limit shared with others: read as the quota's, each such 429 lowers the
+    // bounds, and the run falls to contested AIMD. Harness 1.68-1.82x on these seeds, but 2.4-4.2x on five of
+    // seeds 1-16; the real CLI on the simulator's `--fault 429:p=0.01` (600 SKUs, 40/s burst 10) 1.6-4.5x
+    // (docs/server-variance.md). A regression guard, not the goal.
+    const shape: QuotaShape = { name: "bucket 40/s burst 10, 1% refused at random", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1200, random429: 0.01 };
+    await expectEachSeedWithin(shape, 2.2);
+    const r = await runShape(shape, { seed: 1, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    expect(r.throttled / r.requests).toBeLessThan(0.02);
+  });
+
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
     // The first request refused says the bucket started empty; the segment after the pause measures the capacity.
     // Before: 30 429s of 1,330 requests and 1.8x the least time (the run's first refusal read as the capacity).
