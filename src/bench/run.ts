@@ -11,6 +11,8 @@
  *   npm run bench -- quota --cell NAME     one cell of it (repeatable, or NAME,NAME)
  *   npm run bench -- quota --known-rate    each token-bucket cell also run with --max-rps at its
  *                                          quota's rate: the ratio without finding the quota (column known)
+ *   npm run bench -- quota --scale 3       each cell with 3 times its SKUs: a longer backfill, over which
+ *                                          the seconds of finding the quota weigh less (BENCHMARKS.md)
  *   npm run bench -- --reps 1              one run where the default repeats (a quick look)
  *   npm run bench -- --profile             also one profiled 20,000-SKU sync (node --cpu-prof,
  *                                          into bench/profiles/), summarised in the results
@@ -49,7 +51,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const OUT_DIR = join(ROOT, "bench");
 
 const { values, positionals } = parseArgs({
-  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true }, "known-rate": { type: "boolean" } },
+  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true }, "known-rate": { type: "boolean" }, scale: { type: "string" } },
   allowPositionals: true,
 });
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
@@ -59,6 +61,8 @@ const cellNames = (values.cell ?? [])
   .map((c) => c.trim())
   .filter(Boolean);
 for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) throw new Error(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
+const scale = values.scale === undefined ? 1 : Number(values.scale);
+if (!(scale >= 1 && scale <= 20)) throw new Error(`--scale must be a number from 1 to 20 (times each quota cell's SKUs), got "${values.scale}"`);
 const repsOverride = values.reps ? Number(values.reps) : null;
 const reps = (n: number) => repsOverride ?? n;
 
@@ -110,13 +114,15 @@ const stats = (sim: Simulator) => sim.admin<SimStats>("/stats");
 
 async function quotaMatrix() {
   const cells: CellResult[] = [];
-  for (const cell of QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name))) cells.push(await runCellWithKnown(cell, work, log, values["known-rate"] === true));
+  const chosen = QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name)).map((c) => ({ ...c, skus: Math.round(c.skus * scale) }));
+  for (const cell of chosen) cells.push(await runCellWithKnown(cell, work, log, values["known-rate"] === true));
   results.quota = {
     setup: {
       flags: "sync --full (defaults)",
+      scale,
       knownRate: values["known-rate"] === true ? "each token-bucket cell again with --max-rps at its quota's rate (cells[].known)" : false,
       wall: "first request's arrival at the simulator → CLI exit",
-      cells: QUOTA_CELLS.filter((c) => cells.some((r) => r.name === c.name)),
+      cells: chosen,
     },
     cells,
     summary: summariseMatrix(cells),
