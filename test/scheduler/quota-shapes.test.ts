@@ -138,9 +138,15 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     // seeds 1-16; the real CLI on the simulator's `--fault 429:p=0.01` (600 SKUs, 40/s burst 10) 1.6-4.5x
     // (docs/server-variance.md). A regression guard, not the goal.
     const shape: QuotaShape = { name: "bucket 40/s burst 10, 1% refused at random", kind: "bucket", rate: 40, burst: 10, retryAfter: "seconds", requests: 1200, random429: 0.01 };
-    await expectEachSeedWithin(shape, 2.2);
-    const r = await runShape(shape, { seed: 1, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
-    expect(r.throttled / r.requests).toBeLessThan(0.02);
+    for (const seed of [1, 2, 3]) {
+      const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+      expect(r.accepted, `seed ${seed}`).toBeGreaterThanOrEqual(shape.requests);
+      expect(r.violations, `seed ${seed}`).toBe(0);
+      // The shape did refuse at random (about 12 of 1,200; without them this bucket draws 6), and the scheduler's own 429s stayed under 1 %.
+      expect(r.throttled, `seed ${seed}`).toBeGreaterThanOrEqual(12);
+      expect(r.throttled / r.requests, `seed ${seed}`).toBeLessThan(0.02);
+      expect(r.ratio, `seed ${seed}`).toBeLessThan(2.2);
+    }
   });
 
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
