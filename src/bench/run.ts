@@ -114,7 +114,9 @@ const stats = (sim: Simulator) => sim.admin<SimStats>("/stats");
 
 async function quotaMatrix() {
   const cells: CellResult[] = [];
-  const chosen = QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name)).map((c) => ({ ...c, skus: Math.round(c.skus * scale) }));
+  const chosen = QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name)).map((c) =>
+    scale === 1 ? c : { ...c, skus: Math.round(c.skus * scale), about: `${c.about} (run with ${scale} times its SKUs)` },
+  );
   for (const cell of chosen) cells.push(await runCellWithKnown(cell, work, log, values["known-rate"] === true));
   results.quota = {
     setup: {
