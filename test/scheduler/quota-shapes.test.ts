@@ -132,7 +132,7 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(contested.some((rate, i) => i > 0 && rate > contested[i - 1]!)).toBe(true);
   });
 
-  it("429s not about our rate (1% of requests refused whatever the rate, each naming 1 s) are kept to, not multiplied: every request done, no wait cut short, 429s under 2% of requests, within 2.2x (the waits they name are 1.4x alone)", async () => {
+  it("429s not about our rate (1% of requests refused whatever the rate, each naming 1 s) are kept to, not multiplied: every request done, no wait cut short, 429s under 2% of requests, within 2.2x on seeds 1-3 (the waits they name are 1.4x alone; five of seeds 1-16 run at 2.4-4.2x, an open weakness)", async () => {
     // A gateway's other counters, a limit shared with others: read as the quota's, each such 429 lowers the
     // bounds, and the run falls to contested AIMD. Harness 1.68-1.82x on these seeds, but 2.4-4.2x on five of
     // seeds 1-16; the real CLI on the simulator's `--fault 429:p=0.01` (600 SKUs, 40/s burst 10) 1.6-4.5x
