@@ -60,6 +60,11 @@ export class ConcurrencyLimit {
     return Math.max(...this.rtts) - Math.min(...this.rtts);
   }
 
+  /** Round trips measured so far (the recent ones kept count up to SAMPLES). */
+  get samples(): number {
+    return this.rtts.length;
+  }
+
   /** The shortest recent round trip (ms): the distance to the server, without the stalls of a busy process. */
   get shortestMs(): number {
     return this.rtts.length ? Math.min(...this.rtts) : 0;

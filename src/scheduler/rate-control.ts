@@ -42,6 +42,16 @@ import { BucketEvidence } from "./bucket-evidence.js";
  * window names its end, seconds to a minute away, and then admits its whole allowance at once.
  */
 const REPLAY_MAX_PAUSE_MS = 1_500;
+/** A run started from an earlier run's bounds looks this far above that run's 429 for a quota that rose (lookAbove). */
+const LOOK_ABOVE = 1.1;
+/** ...once the pause it likely costs is at most this share of the work left (lookAboveWorthAPause). */
+const LOOK_ABOVE_PAUSE_SHARE = 0.05;
+/**
+ * A run's bounds are kept for the next run (lesson) only within this span (high ÷ low): a run that found
+ * the quota ends within a few percent (40/s burst 10: [39.2, 41.0]; 100/s of one token spaced from answers:
+ * [103, 114]); a short one still probing leaves [30, 93], and the next runs would hold at 30.
+ */
+const LEARNED_MAX_SPAN = 1.25;
 /** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
 const TIGHT_SPAN = 1.03;
 /** In hold, this far below `low`: the bounds are counts over noisy clocks. */
@@ -168,6 +178,8 @@ const SPACED_MAX_LATENCY_SHARE = 1.5;
  * the interval rounded up to whole milliseconds), a 100 req/s bucket of one token went at 77-80 req/s.
  */
 const SPACED_MARGIN_MS = 1;
+/** ...counting the least round trip once this many are measured (spacedExtraMs); before, the whole round trip. */
+const SPACED_MIN_SAMPLES = 4;
 /**
  * A 429 naming a wait this long is not a token bucket's: at any rate from 1 req/s its next
  * token is under a second away (Retry-After 1). It is a window's end (a fixed window, or the
@@ -272,6 +284,26 @@ export interface QuotaBounds {
   burstHigh: number;
 }
 
+/**
+ * What a run proved of the quota, kept for the next run against the same server to start from
+ * (RateControl.startFrom): a daemon's incremental cycles are a few dozen requests each, and finding
+ * the quota afresh each time cost every cycle its first 429s and their pauses.
+ */
+export interface LearnedQuota {
+  /** Proven within the quota (req/s): the next run holds at it. */
+  low: number;
+  /** The least rate that drew a 429 since (req/s); null when nothing bounds the quota from above. */
+  high: number | null;
+  /** The least burst the bucket has shown, and the most its first passes allow (null: not bounded). */
+  burstLow: number;
+  burstHigh: number | null;
+  /** A bucket of one token: each request is spaced from the answer to the one before (spacedFromAnswer). */
+  oneToken: boolean;
+}
+
+/** What a run leaves the next: a quota to start from, a reason to forget the one kept, or nothing new. */
+export type QuotaLesson = { kind: "learned"; quota: LearnedQuota } | { kind: "forget" } | { kind: "nothing" };
+
 /** What the rate control reads of the round trips (concurrency.ts measures them). */
 export interface RoundTrips {
   /** The median round trip (ms). */
@@ -280,6 +312,8 @@ export interface RoundTrips {
   readonly spreadMs: number;
   /** The shortest recent round trip (ms): the distance to the server, without a cold process's first answers or a queue. */
   readonly shortestMs: number;
+  /** Round trips measured so far (absent: enough). */
+  readonly samples?: number;
   /** The most requests ever in flight at once (the configured ceiling); absent: no such bound. */
   readonly ceiling?: number;
 }
@@ -418,6 +452,22 @@ export class RateControl {
   private throttledAtRate = false;
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
   private stalledAtRate = false;
+  /**
+   * The run started from an earlier run's bounds (startFrom) and no 429 has come since: it probes above
+   * them only once the caller has said how much work is left, and that work is worth a pause.
+   */
+  private started = false;
+  /**
+   * The earlier run found a bucket of one token (startFrom). This run's first segment, paced from its
+   * first request, sends no two together and so cannot tell (firstPassedTogether): the earlier verdict
+   * stands until a segment measures the capacity again unpaced (startedEmpty).
+   */
+  private startedOneToken = false;
+  private firstSegmentPaced = false;
+  /** The least rate that drew a 429 in the earlier run (startFrom), or twice its `low` when none did. */
+  private priorHigh = Infinity;
+  /** The rate this run started from (startFrom) drew a 429: what the earlier run learned no longer holds. */
+  private startRefuted = false;
 
   /** `roundTrips`: the ramp waits a round trip per step, and the evidence counts their jitter as noise. */
   constructor(private readonly roundTrips: RoundTrips = NO_ROUND_TRIPS) {}
@@ -427,6 +477,54 @@ export class RateControl {
   }
   get bounds(): QuotaBounds {
     return { low: this.low, high: this.high, burstLow: this.burstLow, burstHigh: this.burstHigh };
+  }
+
+  /**
+   * Start from what an earlier run against this server proved: held at its `low`, from the first
+   * request, without the unpaced first segment and the ramp. A 429 at that rate (the quota shrank, or
+   * another client spends it now) is a 429 at a rate taken as within the quota: the capacity and the
+   * rate are measured again from an unpaced segment (relearnCapacity), as in a run that started afresh.
+   */
+  startFrom(prior: LearnedQuota, now: number): void {
+    this.low = Math.max(MIN_RATE, prior.low);
+    // Not a bound of this run's: the quota may have risen since (lookAbove).
+    this.high = Infinity;
+    this.priorHigh = prior.high !== null && prior.high > this.low ? prior.high : this.low * RAMP_FACTOR;
+    this.burstLow = Math.max(1, Math.floor(prior.burstLow));
+    this.burstHigh = prior.burstHigh !== null ? Math.max(this.burstLow, prior.burstHigh) : Infinity;
+    this.startedOneToken = prior.oneToken;
+    this.firstSegmentPaced = true;
+    this.started = true;
+    this.setRate(this.holdRate(this.low), "hold", now);
+  }
+
+  /**
+   * What this run proved of the quota, for the next run against the server: its bounds when they are within
+   * LEARNED_MAX_SPAN (a run that found the quota); "forget" when the quota is a window (no steady rate to
+   * pace at) or the rate this run started from drew a 429 (it no longer holds); otherwise nothing (a short
+   * run still probing: what an earlier run kept stands). Kept from a short run, bounds of [30, 93] held a
+   * 100 req/s bucket of one token at 30 for every incremental run after (4x its least time).
+   */
+  lesson(): QuotaLesson {
+    if (this.setting.phase === "window" || this.startRefuted) return { kind: "forget" };
+    const tight = this.low >= MIN_RATE && this.high / this.low <= LEARNED_MAX_SPAN;
+    if (!tight || this.setting.phase === "unpaced") return { kind: "nothing" };
+    const quota = {
+      // Spaced from answers, `low` counts what passed at the rate set, beyond what went out (sendable): a
+      // token interval of it is no longer a bound, and a later run that starts spaced at it before it has
+      // measured a round trip drew its 429 at once (100 req/s without burst, low 103.4). What went out passed.
+      low: this.oneToken ? this.sendable(this.low) : this.low,
+      high: this.high,
+      burstLow: this.burstLow,
+      burstHigh: Number.isFinite(this.burstHigh) ? this.burstHigh : null,
+      oneToken: this.oneToken,
+    };
+    return { kind: "learned", quota };
+  }
+
+  /** A bucket of one token: the run's first segment passed no two requests together, or the earlier run's found so (firstSegmentPaced). */
+  private get oneToken(): boolean {
+    return this.firstSegmentPaced ? this.startedOneToken : this.evidence.firstPassedTogether() === 1;
   }
 
   /**
@@ -493,12 +591,16 @@ export class RateControl {
     if (rate === null || this.setting.phase === "window") return false;
     const share = (this.roundTrips.shortestMs * rate) / 1000;
     if (share > SPACED_MAX_LATENCY_SHARE) return false;
-    return this.evidence.firstPassedTogether() === 1;
+    return this.oneToken;
   }
 
   /** Spaced from answers: how much later than a token interval after the last send the next goes, when the last round trip took `roundTripMs`. */
   spacedExtraMs(roundTripMs: number): number {
-    return Math.max(0, roundTripMs - this.roundTrips.shortestMs) + SPACED_MARGIN_MS;
+    // The least transit is known after a few round trips only: a run's first request opens the connection, and
+    // that round trip taken for the least, the next went a token interval after the first's send, not after the
+    // server decided it (a run started spaced from an earlier run's quota drew its 429 at the second request).
+    const least = (this.roundTrips.samples ?? SPACED_MIN_SAMPLES) >= SPACED_MIN_SAMPLES ? this.roundTrips.shortestMs : 0;
+    return Math.max(0, roundTripMs - least) + SPACED_MARGIN_MS;
   }
 
   /** What sending at `rate` really sends (req/s): spaced from answers, each interval is longer (spacedExtraMs at the median round trip). */
@@ -601,6 +703,8 @@ export class RateControl {
     const windowPasses = this.windowCarry + (seg?.passes ?? 0);
     if (this.insideWindow(waitMs, windowPasses, now)) return this.paceWithinWindow();
     this.windowCounted = true;
+    const started = this.started;
+    this.started = false;
     this.unnamed = waitMs === null;
     this.lastNamedMs = waitMs;
     this.throttledAtRate = true;
@@ -648,12 +752,15 @@ export class RateControl {
     const contested = this.contested !== null || (drewIt <= this.low * (1 + HOLD_MARGIN) && this.relearned);
     if (contested && !this.unnamed && (phase === "probe" || phase === "hold" || phase === "contested")) return this.contestedThrottle(drewIt, now);
     if (drewIt <= this.low * (1 + HOLD_MARGIN)) {
+      if (started) this.startRefuted = true;
       if (!this.relearned) return this.relearnCapacity(drewIt);
       // At or below what we took as within the quota: that verdict was early, or the quota shrank.
       this.low = Math.max(MIN_RATE, drewIt * QUIET_RETRACT);
       // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
       if (this.evidenceFits) this.evidenceTrusted = false;
     }
+    // Started from an earlier run's bounds, the look above them drew this: the quota has not risen, and that run's bound holds again.
+    if (started) this.high = Math.min(this.high, this.priorHigh);
     this.high = Math.min(this.high, drewIt, this.rateCountHigh(sentAt));
     if (phase === "ramp") this.rampFloor = drewIt / RAMP_FACTOR;
     this.learnFromEvidence(drewIt);
@@ -668,6 +775,7 @@ export class RateControl {
    * starts from what the pause refilled, and counts as the run's first.
    */
   private startedEmpty(): void {
+    this.firstSegmentPaced = false;
     this.nextFromFull = true;
     this.burstHigh = Infinity;
     this.cycle = null;
@@ -925,6 +1033,37 @@ export class RateControl {
     this.setRate(next, "contested", now);
   }
 
+  /**
+   * Started from an earlier run's bounds (startFrom), no 429 since: hold at `low`, and once the work
+   * left is worth a pause, look once whether the quota has risen (a larger plan), LOOK_ABOVE over the
+   * earlier run's 429. That probe's 429 says it has not (one pause; throttled() takes the earlier bound
+   * back). Quiet long enough for the counts to prove more than that bound, it has: ramp from there.
+   * Held without looking, a quota raised from 20 to 80 req/s was sent at 19.9 for a whole backfill (4.05x).
+   */
+  private lookAbove(now: number): void {
+    const top = this.priorHigh * LOOK_ABOVE;
+    if (this.setting.phase === "probe") {
+      if (this.low < this.priorHigh) return;
+      this.started = false;
+      return this.setRate(Math.max(MIN_RATE, this.low), "ramp", now);
+    }
+    if (this.lookAboveWorthAPause()) this.setRate(top, "probe", now);
+  }
+
+  /**
+   * Looking above costs a pause when the quota has not risen, which is the likely case, and gains only when
+   * it has: not probeWorthAPause's even odds over the bounds. Worth it once the caller has said how much work
+   * is left and the pause is at most LOOK_ABOVE_PAUSE_SHARE of it. A 5 req/s bucket of one token, 13 requests
+   * to go, looked by the even odds and drew a 429 in every incremental run. (Nor "free" while the bucket's
+   * least burst outlasts the look: the pacer spends that burst as the run starts, and 200/s burst 20 drew its 429.)
+   */
+  private lookAboveWorthAPause(): boolean {
+    if (this.remaining === null) return false;
+    const horizonS = this.remaining / this.low;
+    const pauseS = Math.max(MIN_PAUSE_COST_MS, this.lastPauseMs - (this.burstLow / this.low) * 1000) / 1000;
+    return pauseS <= LOOK_ABOVE_PAUSE_SHARE * horizonS;
+  }
+
   /** The ramp's next rate after `rate`: doubling, but far from the server only up to the first segment's rate and slower from there (RAMP_FACTOR_ABOVE_FIRST). */
   private rampStep(rate: number): number {
     const first = this.firstSegmentRate;
@@ -939,6 +1078,7 @@ export class RateControl {
     const rampFloor = this.rampFloor;
     this.rampFloor = 0;
     if (!Number.isFinite(this.high)) {
+      if (this.started) return this.lookAbove(now);
       // Nothing above: grow from low as the ramp does.
       if (this.setting.phase !== "ramp") this.setRate(Math.max(MIN_RATE, this.low, this.setting.rate ?? 0), "ramp", now);
       return;
@@ -1137,7 +1277,7 @@ export class RateControl {
 
   /** The pacer's carry at rate `r`: a fraction of a token, from CARRY_FROM_RATE up, when the server's bucket likely holds several. */
   private carryAt(r: number): number {
-    return this.burstHigh >= CARRY_MIN_BURST_HIGH && this.evidence.firstPassedTogether() !== 1 ? carryAtRate(r) : 0;
+    return this.burstHigh >= CARRY_MIN_BURST_HIGH && !this.oneToken ? carryAtRate(r) : 0;
   }
 
   private setRate(rate: number, phase: RatePhase, now: number): void {

@@ -22,7 +22,7 @@ import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs } from "./retry-after.js";
-import { carryAtRate, RateControl, type RatePhase, type RateSetting } from "./rate-control.js";
+import { carryAtRate, RateControl, type LearnedQuota, type QuotaLesson, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit, UNPACED_RPS } from "./concurrency.js";
 
@@ -90,6 +90,8 @@ export interface SchedulerOptions {
   server?: string;
   /** Start paused until this epoch ms (a previous run's resume_after). */
   pausedUntil?: number;
+  /** Start from what an earlier run against this server proved of its quota (RateControl.startFrom); ignored when not adaptive. */
+  startFrom?: LearnedQuota;
   clock?: Clock;
   random?: () => number;
   onEvent?: (e: SchedulerEvent) => void;
@@ -259,7 +261,18 @@ export class RequestScheduler {
     this.concurrency = new ConcurrencyLimit(MIN_IN_FLIGHT, opts.concurrency);
     this.control = new RateControl(this.concurrency);
     if (opts.pausedUntil) this.pausedUntilMs = opts.pausedUntil;
-    this.applyRate(this.clock.now());
+    const now = this.clock.now();
+    if (opts.startFrom && opts.adaptive !== false) {
+      const before = this.control.current;
+      this.control.startFrom(opts.startFrom, now);
+      this.rateChanged(before, now);
+    } else this.applyRate(now);
+  }
+
+  /** What this run leaves the next against this server (RateControl.lesson): nothing when it drew no 429 or is not adaptive. */
+  quotaLesson(): QuotaLesson {
+    if (this.opts.adaptive === false || this.stats.responses429 === 0) return { kind: "nothing" };
+    return this.control.lesson();
   }
 
   /** Epoch ms until which every worker is paused (0 when not paused). */

@@ -6,6 +6,7 @@
  * fast enough to tune against a matrix of shapes. The real-process matrix is `npm run bench`.
  */
 import { ApiError } from "../../src/core/errors.js";
+import type { LearnedQuota } from "../../src/scheduler/rate-control.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../../src/scheduler/scheduler.js";
 
 class VirtualClock implements Clock {
@@ -107,6 +108,8 @@ export interface ShapeResult {
   ratio: number;
   /** Scheduler events with the virtual time (s since start) they came at. */
   events: Array<{ atS: number; e: SchedulerEvent }>;
+  /** What the run learned of the quota for the next run (RequestScheduler.quotaLesson). */
+  lesson: ReturnType<RequestScheduler["quotaLesson"]>;
 }
 
 /** Least time the quota allows for `accepted` requests (the issue's definition). */
@@ -290,6 +293,10 @@ export interface RunOptions {
   coldStart?: { requests: number; gapMs: number };
   /** The user's own ceiling in requests per second (`--max-rps`; default none). */
   maxRps?: number;
+  /** Start from what an earlier run learned of the quota (the sync reads it from the database). */
+  startFrom?: LearnedQuota;
+  /** Learn a send rate from 429s (default true; `rateLimit.adaptive`). */
+  adaptive?: boolean;
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
@@ -304,6 +311,8 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   const scheduler = new RequestScheduler({
     concurrency,
     requestsPerSecond: opts.maxRps ?? null,
+    ...(opts.startFrom ? { startFrom: opts.startFrom } : {}),
+    ...(opts.adaptive === false ? { adaptive: false } : {}),
     maxRetries: 6,
     max429Retries: 50,
     backoffBaseMs: 500,
@@ -363,6 +372,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
     leastS,
     ratio: wallS / leastS,
     events,
+    lesson: scheduler.quotaLesson(),
   };
 }
 
