@@ -1,5 +1,5 @@
 -- inventory-mirror: the complete current schema (generated from migrations/ by 'npm run schema'; do not edit by hand).
--- A database at this schema has PRAGMA user_version = 5.
+-- A database at this schema has PRAGMA user_version = 6.
 
 CREATE TABLE changes (
   seq       INTEGER PRIMARY KEY AUTOINCREMENT, -- strictly increasing, in commit order
@@ -52,6 +52,17 @@ CREATE TABLE inventory_snapshots (
   sku_count                INTEGER,          -- locations[].skuCount / summary.skuCount
   total_quantity           REAL,             -- locations[].totalQuantity / summary.totalQuantity
   average_quantity_per_sku REAL              -- locations[].averageQuantityPerSku / summary.averageQuantityPerSku
+);
+
+CREATE TABLE learned_quota (
+  server      TEXT PRIMARY KEY,
+  low         REAL NOT NULL,     -- req/s proven within the quota: the next run holds at it
+  high        REAL,              -- the least rate that drew a 429 since (req/s); NULL: none known
+  burst_low   REAL NOT NULL,     -- the least burst the server's bucket has shown (requests)
+  burst_high  REAL,              -- the most its first requests allow (requests); NULL: not bounded
+  one_token   INTEGER NOT NULL,  -- 1: a bucket of one token (each request spaced from the last answer)
+  run_id      INTEGER NOT NULL,  -- sync_runs.id of the run that learned it
+  learned_at  TEXT NOT NULL      -- when that run ended (ISO 8601, UTC)
 );
 
 CREATE TABLE location_ancestors (
@@ -385,4 +396,4 @@ BEGIN
   VALUES (new.rowid, new.name, new.code, new.sku_code, new.barcode, new.product_name, new.product_brand);
 END;
 
-PRAGMA user_version = 5;
+PRAGMA user_version = 6;

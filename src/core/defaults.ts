@@ -59,6 +59,14 @@ export const DEFAULTS = {
    */
   maxServerWaitMs: 24 * 60 * 60_000,
   /**
+   * A run starts at the rate the last run against the same server proved within its quota, if that
+   * run learned it less than this long ago (store/runs.ts, learned_quota). A daemon's incremental
+   * cycles (every 5 minutes by default) then skip finding the quota, which cost each cycle 4-6 % of its
+   * requests in 429s; once an hour one cycle finds it afresh, so a quota raised since (a larger plan)
+   * is found within the hour. A quota lowered since costs the run one 429, then it learns afresh.
+   */
+  learnedQuotaMaxAgeMs: 60 * 60_000,
+  /**
    * Most history rows one SKU may have. Far beyond any real SKU's history (a busy one gains a
    * few thousand rows a year); a server that keeps returning pages past it is looping, and
    * the SKU fails for this run (journaled, retried by a later one) instead of growing memory.

@@ -11,6 +11,7 @@ import Database from "better-sqlite3";
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { WorkspaceResponse } from "../core/api-schemas.js";
+import { DEFAULTS } from "../core/defaults.js";
 import { StoreError, WorkspaceMismatchError } from "../core/errors.js";
 import { redactSecrets } from "../core/secret.js";
 import type { DB } from "./db.js";
@@ -81,10 +82,46 @@ export function latestQuotaWall(db: DB): QuotaWall | null {
 }
 
 /**
- * What an existing database says, read without writing anything: the workspace it
- * belongs to, and a quota wall (resume_after) still in force. Null when new or empty.
+ * The quota a run learned against a server (migration 0006): the rate proven within it and what
+ * bounds it, for the next run to start from (the scheduler's LearnedQuota, by shape).
  */
-export function peekDatabase(path: string, now = Date.now()): { workspace: { id: string; name: string } | null; resumeAfter: number | null } | null {
+export interface KeptQuota {
+  low: number;
+  high: number | null;
+  burstLow: number;
+  burstHigh: number | null;
+  oneToken: boolean;
+}
+
+/** ...and which run learned it, when. */
+export interface KeptQuotaRow {
+  quota: KeptQuota;
+  runId: number;
+  learnedAt: string;
+}
+
+const LEARNED_QUOTA = `SELECT low, high, burst_low AS burstLow, burst_high AS burstHigh, one_token AS oneToken, run_id AS runId, learned_at AS learnedAt
+  FROM learned_quota WHERE server = ?`;
+
+/** The quota kept for `server`, if learned less than `maxAgeMs` before `now`. */
+function keptQuota(db: DB, server: string, now: number, maxAgeMs: number): KeptQuotaRow | null {
+  const r = db.prepare(LEARNED_QUOTA).get(server) as (Omit<KeptQuota, "oneToken"> & { oneToken: number; runId: number; learnedAt: string }) | undefined;
+  const age = r ? now - Date.parse(r.learnedAt) : NaN;
+  if (!r || !(age >= 0 && age < maxAgeMs)) return null;
+  const { runId, learnedAt, oneToken, ...bounds } = r;
+  return { quota: { ...bounds, oneToken: oneToken === 1 }, runId, learnedAt };
+}
+
+/**
+ * What an existing database says, read without writing anything: the workspace it
+ * belongs to, a quota wall (resume_after) still in force, and the quota the last run against
+ * `server` learned (if recent: DEFAULTS.learnedQuotaMaxAgeMs). Null when new or empty.
+ */
+export function peekDatabase(
+  path: string,
+  now = Date.now(),
+  server: string | null = null,
+): { workspace: { id: string; name: string } | null; resumeAfter: number | null; learnedQuota: KeptQuotaRow | null } | null {
   if (!existsSync(path)) return null;
   let db: DB | undefined;
   try {
@@ -97,7 +134,8 @@ export function peekDatabase(path: string, now = Date.now()): { workspace: { id:
     const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
     const wall = has("sync_runs") ? latestQuotaWall(db) : null;
     const t = wall ? Date.parse(wall.at) : NaN;
-    return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null };
+    const learnedQuota = server !== null && has("learned_quota") ? keptQuota(db, server, now, DEFAULTS.learnedQuotaMaxAgeMs) : null;
+    return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null, learnedQuota };
   } catch (err) {
     throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });
   } finally {
@@ -155,6 +193,11 @@ export class RunWriter {
           skus_retried = @retried, skus_reverified = @reverified, request_budget = @budget WHERE id = @id`),
       finishRun: p("UPDATE sync_runs SET status = ?, finished_at = ?, error = ?, resume_after = ? WHERE id = ?"),
       previousIncrementalStart: p("SELECT started_at FROM sync_runs WHERE mode = 'incremental' AND id < ? ORDER BY id DESC LIMIT 1"),
+      keepQuota: p(`INSERT INTO learned_quota (server, low, high, burst_low, burst_high, one_token, run_id, learned_at)
+        VALUES (@server, @low, @high, @burstLow, @burstHigh, @oneToken, @runId, @at)
+        ON CONFLICT (server) DO UPDATE SET low = excluded.low, high = excluded.high, burst_low = excluded.burst_low,
+          burst_high = excluded.burst_high, one_token = excluded.one_token, run_id = excluded.run_id, learned_at = excluded.learned_at`),
+      forgetQuota: p("DELETE FROM learned_quota WHERE server = ?"),
       journal: p(`INSERT INTO sync_journal (run_id, at, kind, endpoint, status, retry_after, wait_ms, sku_id, location_id, message)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     };
@@ -241,6 +284,16 @@ export class RunWriter {
   finishRun(runId: number, status: RunStatus, error: string | null = null, resumeAfter: string | null = null): void {
     // Text that came from elsewhere (server bodies, errors) is redacted before it is stored.
     this.s.finishRun.run(status, iso(), error === null ? null : redactSecrets(error), resumeAfter, runId);
+  }
+
+  /** Keep what run `runId` learned of `server`'s quota for the next run (replacing what an earlier run kept). */
+  keepLearnedQuota(server: string, runId: number, q: KeptQuota): void {
+    this.s.keepQuota.run({ server, runId, at: iso(), low: q.low, high: q.high, burstLow: q.burstLow, burstHigh: q.burstHigh, oneToken: q.oneToken ? 1 : 0 });
+  }
+
+  /** What was kept of `server`'s quota no longer holds (a run's 429s proved no steady rate). */
+  forgetLearnedQuota(server: string): void {
+    this.s.forgetQuota.run(server);
   }
 
   /** Epoch ms at which the incremental run before `runId` started, or null when there was none. */

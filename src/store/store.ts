@@ -20,7 +20,7 @@ import { GroupCommit } from "./group-commit.js";
 import { HistoryIndexes } from "./history-indexes.js";
 import { confirmFeedConsumer, Outbox, pruneChanges, registerFeedConsumer, type Retention } from "./outbox.js";
 import { ListWriter, saveSnapshot, WalkQueue, type PlanDecision, type Queued } from "./list.js";
-import { RunWriter, type JournalEntry, type RunCounters, type RunMode, type RunPlan, type RunState, type RunStatus } from "./runs.js";
+import { RunWriter, type JournalEntry, type KeptQuota, type RunCounters, type RunMode, type RunPlan, type RunState, type RunStatus } from "./runs.js";
 import { SkuWriter, type HistoryCopyKey, type SkuSaved, type StoredReplayRow } from "./sku.js";
 
 export { databaseBelongsToAnother, type JournalEntry, type RunCounters, type RunMode, type RunState, type RunStatus } from "./runs.js";
@@ -83,6 +83,13 @@ export class Store {
   }
   journal(runId: number, e: JournalEntry): void {
     this.runs.journal(runId, e);
+  }
+  /** What the run learned of the server's quota, for the next run to start from (RunWriter.keepLearnedQuota), or forget what was kept. */
+  keepLearnedQuota(server: string, runId: number, q: KeptQuota): void {
+    this.runs.keepLearnedQuota(server, runId, q);
+  }
+  forgetLearnedQuota(server: string): void {
+    this.runs.forgetLearnedQuota(server);
   }
   /** Epoch ms at which the incremental run before `runId` started, or null (the cadence of incremental runs). */
   previousIncrementalStart(runId: number): number | null {

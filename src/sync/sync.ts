@@ -26,7 +26,7 @@ import { ApiClient, type RequestTrace } from "../client/api-client.js";
 import { poolTransport } from "../client/transport.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../scheduler/scheduler.js";
 import { acquireWriterLock, assertMirrorDatabase, checkDirectory, checkWritable, openDatabase, type DB } from "../store/db.js";
-import { peekDatabase } from "../store/runs.js";
+import { peekDatabase, type KeptQuota, type KeptQuotaRow } from "../store/runs.js";
 import { databaseBelongsToAnother, Store, type RunCounters, type RunMode, type RunState, type RunStatus } from "../store/store.js";
 import { startWalGuard, type WalGuard } from "../store/wal-guard.js";
 import { planFull, planIncremental, type PlanReason } from "./planner.js";
@@ -95,11 +95,32 @@ const SKUS_BEYOND_IN_FLIGHT = 4;
 /** How often run counters are written while a run is going. */
 const COUNTER_FLUSH_MS = 2_000;
 
-/** Workers, scheduler and client for one process, from the resolved config. */
-export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: SchedulerEvent) => void, clock?: Clock, pausedUntil?: number, logger?: Logger) {
+/** What the API's scheduler and client take besides the config and the key. */
+export interface ApiOptions {
+  onEvent?: (e: SchedulerEvent) => void;
+  clock?: Clock;
+  /** A quota wall from the last run (epoch ms). */
+  pausedUntil?: number;
+  /** What the last run against this server learned of its quota. */
+  startFrom?: KeptQuota;
+  logger?: Logger;
+}
+
+/**
+ * The server a quota is learned for: origin and path prefix. A base URL never carries credentials
+ * (config refuses userinfo), so this names no key, in a message or in the database.
+ */
+function serverOf(config: ResolvedConfig): string {
   if (!config.baseUrl) {
     throw new SyncError("no base URL: set --base-url, INVENTORY_BASE_URL or baseUrl in the config file (try 'inventory-mirror simulate' for a local one)");
   }
+  return (config.baseUrl.origin + config.baseUrl.pathname).replace(/\/+$/, "");
+}
+
+/** Workers, scheduler and client for one process, from the resolved config. */
+export function createApi(config: ResolvedConfig, key: Secret, o: ApiOptions = {}) {
+  const server = serverOf(config);
+  const { onEvent, clock, pausedUntil, startFrom, logger } = o;
   const scheduler = new RequestScheduler({
     concurrency: config.concurrency,
     requestsPerSecond: config.rateLimit.requestsPerSecond,
@@ -111,14 +132,14 @@ export function createApi(config: ResolvedConfig, key: Secret, onEvent?: (e: Sch
     maxWaitMs: config.rateLimit.maxWaitSeconds * 1000,
     maxRequests: config.sync.maxRequests,
     adaptive: config.rateLimit.adaptive,
-    // Origin and path prefix only: a base URL never carries credentials (config refuses userinfo).
-    server: (config.baseUrl.origin + config.baseUrl.pathname).replace(/\/+$/, ""),
+    server,
     ...(pausedUntil ? { pausedUntil } : {}),
+    ...(startFrom ? { startFrom } : {}),
     ...(clock ? { clock } : {}),
     ...(onEvent ? { onEvent } : {}),
   });
   const client = new ApiClient({
-    baseUrl: config.baseUrl,
+    baseUrl: config.baseUrl!,
     key,
     scheduler,
     http: { ...config.http, connections: config.concurrency },
@@ -172,9 +193,11 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   let api: ReturnType<typeof createApi> | null = null;
   try {
     // What the file already says, read without writing: its workspace, and a quota wall still in force.
-    const peek = peekDatabase(config.db);
+    const server = serverOf(config);
+    const peek = peekDatabase(config.db, Date.now(), server);
     const pausedUntil = quotaWallToHonour(peek?.resumeAfter ?? null, opts, journal);
-    api = createApi(config, opts.key, (e) => journal.onSchedulerEvent(e, logger), opts.clock, pausedUntil, logger);
+    const startFrom = learnedQuotaToStartFrom(peek?.learnedQuota ?? null, opts, journal);
+    api = createApi(config, opts.key, { onEvent: (e) => journal.onSchedulerEvent(e, logger), clock: opts.clock, pausedUntil, startFrom, logger });
     const ws = await identifyWorkspace(api.client, config, peek, stop.signal);
 
     const db = openDatabase(config.db);
@@ -214,6 +237,22 @@ function quotaWallToHonour(wall: number | null, opts: SyncOptions, journal: RunJ
   opts.logger.warn({ resumeAfter: new Date(wall).toISOString() }, message);
   journal.write({ kind: "info", message });
   return undefined;
+}
+
+/**
+ * The quota the last run against this server learned, to start from (undefined: find it afresh). Not
+ * when the rate is not adaptive (only the user's ceiling applies then). The journal says where the rate
+ * comes from: a run that starts paced, with no 429 of its own, would otherwise not explain its rate.
+ */
+function learnedQuotaToStartFrom(kept: KeptQuotaRow | null, opts: SyncOptions, journal: RunJournal): KeptQuota | undefined {
+  if (!kept || !opts.config.rateLimit.adaptive) return undefined;
+  const { quota, runId, learnedAt } = kept;
+  const ago = Math.max(0, Math.round((Date.now() - Date.parse(learnedAt)) / 60_000));
+  const above = quota.high === null ? "" : `, refused at ${quota.high.toFixed(1)}`;
+  const message = `starting at ${quota.low.toFixed(1)} req/s: the quota run ${runId} learned ${ago} min ago (within it at ${quota.low.toFixed(1)} req/s${above}); a 429 at that rate finds it afresh`;
+  opts.logger.info({ learnedByRun: runId, requestsPerSecond: quota.low }, message);
+  journal.write({ kind: "rate", message });
+  return quota;
 }
 
 /** Who is this key for? Nothing is written before this and the database check pass. */
@@ -307,10 +346,20 @@ function finishRun(ctx: RunContext, outcome: Outcome): void {
     if (built) logger.info({ runId: run.id, indexes: built, ms: Date.now() - t0 }, "history indexes built");
   }
   store.finishRun(run.id, outcome.status, outcome.error ? describeError(outcome.error) : null, outcome.resumeAfter);
+  keepQuotaLesson(ctx);
   const { retentionDays, retentionMaxChanges } = ctx.config.feed;
   const pruned = store.pruneChanges({ maxAgeMs: retentionDays * 24 * 60 * 60_000, maxRows: retentionMaxChanges });
   if (pruned) logger.info({ runId: run.id, changes: pruned }, "change feed pruned (feed.retentionDays, feed.retentionMaxChanges)");
   logger.info({ runId: run.id, status: outcome.status, plan: ctx.tally.plan }, `sync ${outcome.status}`);
+}
+
+/** What the run learned of the quota, kept for the next run against this server (or what was kept, forgotten). */
+function keepQuotaLesson(ctx: RunContext): void {
+  const lesson = ctx.scheduler.quotaLesson();
+  if (lesson.kind === "nothing") return;
+  const server = serverOf(ctx.config);
+  if (lesson.kind === "learned") ctx.store.keepLearnedQuota(server, ctx.run.id, lesson.quota);
+  else ctx.store.forgetLearnedQuota(server);
 }
 
 function syncResult(ctx: RunContext, outcome: Outcome): SyncResult {

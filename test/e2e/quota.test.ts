@@ -64,6 +64,39 @@ describe("workspace quota", () => {
   });
 });
 
+describe("the quota a run learned, for the next run", () => {
+  it("a full sync keeps what it learned of the quota for this server (no key in it); the next run starts there, held at that rate from its first request, and its journal says where the rate came from", async () => {
+    const { db } = await fullSync(sim, "learned.db");
+    const read = <T>(sql: string) => {
+      const d = new Database(db, { readonly: true });
+      try {
+        return d.prepare(sql).all() as T[];
+      } finally {
+        d.close();
+      }
+    };
+    const kept = read<{ server: string; low: number; high: number; run_id: number }>("SELECT server, low, high, run_id FROM learned_quota");
+    expect(kept).toHaveLength(1);
+    // The server is its origin and path prefix: a second server (another port) starts afresh.
+    expect(kept[0]!.server).toBe(sim.baseUrl.replace(/\/+$/, ""));
+    // Within the quota, and found: not the rate the old estimator settled at (a third of it).
+    expect(kept[0]!.low).toBeGreaterThan(QUOTA_RPS * 0.6);
+    expect(kept[0]!.low).toBeLessThanOrEqual(QUOTA_RPS * 1.01);
+    expect(kept[0]!.high).toBeGreaterThanOrEqual(kept[0]!.low);
+    expect(JSON.stringify(read("SELECT * FROM learned_quota"))).not.toContain(KEY);
+
+    const r = await runCli(["sync", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+    expect(r.code, r.stderr).toBe(0);
+    const rates = read<{ message: string }>("SELECT message FROM sync_journal WHERE kind = 'rate' AND run_id = (SELECT max(id) FROM sync_runs) ORDER BY id");
+    expect(rates[0]!.message).toMatch(new RegExp(`^starting at ${kept[0]!.low.toFixed(1)} req/s: the quota run ${kept[0]!.run_id} learned \\d+ min ago`));
+    // The pacer is set before the first request: held at the rate kept (less the hold's margin), not unpaced.
+    const held = /^send rate ([\d.]+) req\/s \(hold,/.exec(rates[1]!.message);
+    expect(held, rates[1]!.message).not.toBeNull();
+    expect(Number(held![1])).toBeGreaterThanOrEqual(kept[0]!.low * 0.98);
+    expect(Number(held![1])).toBeLessThanOrEqual(kept[0]!.low * 1.001);
+  });
+});
+
 describe("workspace quota as a fixed window", () => {
   // The window opens as the quota is set, just before the sync. Its first 429 then names an end at least 2 s
   // away (the CLI starts in well under 8 s), which the scheduler reads as a window's. A window already under

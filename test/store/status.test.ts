@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openDatabase, type DB } from "../../src/store/db.js";
 import { latestQuotaWall, peekDatabase } from "../../src/store/runs.js";
+import { Store } from "../../src/store/store.js";
 import { mirrorState, readStatus, readStatusOf, responsesByEndpointStatus } from "../../src/store/status.js";
 import { formatStatus } from "../../src/cli/commands/status.js";
 import { insertRun as insertRunRow, type RunRow } from "../helpers/run-rows.js";
@@ -168,5 +169,32 @@ describe("the quota wall", () => {
     expect(peekDatabase(path, before)?.resumeAfter).toBeNull();
     expect(mirrorState(path).quotaWallAt()).toBeNull();
     expect(readStatus(db, { database: path, runs: 5, notCleanLimit: 5, now: before }).quota).toMatchObject({ state: "clear", resumeAfter: null });
+  });
+});
+
+describe("the quota a run learned", () => {
+  const quota = { low: 39.2, high: 41, burstLow: 9, burstHigh: 12, oneToken: false };
+  const server = "http://127.0.0.1:8080/api";
+
+  it("is kept per server for the next run, read by sync's peek within an hour, replaced by a later lesson and forgotten on request", () => {
+    db.prepare("INSERT INTO workspace (id, name, scope, checked_at) VALUES ('ws-1', 'Acme', 'read', '2026-03-01T12:00:00.000Z')").run();
+    const run = insertRun({ status: "succeeded", started: "2026-03-01T12:00:00.000Z", finished: "2026-03-01T12:01:00.000Z" });
+    const store = new Store(db);
+    expect(peekDatabase(path, Date.now(), server)?.learnedQuota).toBeNull();
+    store.keepLearnedQuota(server, run, quota);
+    const kept = peekDatabase(path, Date.now(), server)?.learnedQuota;
+    expect(kept).toMatchObject({ quota, runId: run });
+    // Another server (another port, another path) starts afresh; without a server nothing is read.
+    expect(peekDatabase(path, Date.now(), "http://127.0.0.1:8081/api")?.learnedQuota).toBeNull();
+    expect(peekDatabase(path, Date.now())?.learnedQuota).toBeNull();
+    // An hour on, what was learned is too old to start from.
+    expect(peekDatabase(path, Date.parse(kept!.learnedAt) + 59 * 60_000, server)?.learnedQuota).not.toBeNull();
+    expect(peekDatabase(path, Date.parse(kept!.learnedAt) + 61 * 60_000, server)?.learnedQuota).toBeNull();
+    // A later run's lesson replaces it (null bounds stay null: a one-token bucket with nothing above known).
+    const later = { low: 4.8, high: null, burstLow: 1, burstHigh: null, oneToken: true };
+    store.keepLearnedQuota(server, run + 1, later);
+    expect(peekDatabase(path, Date.now(), server)?.learnedQuota).toMatchObject({ quota: later, runId: run + 1 });
+    store.forgetLearnedQuota(server);
+    expect(peekDatabase(path, Date.now(), server)?.learnedQuota).toBeNull();
   });
 });
