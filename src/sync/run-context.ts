@@ -128,14 +128,17 @@ function formatSeconds(ms: number): string {
 /**
  * After each SKU: about how many requests the run still expects (the SKUs left at this run's
  * requests per SKU so far), so that the scheduler spends a 429 on finding the quota more closely
- * only while enough work is left for it to pay back (rate-control.ts, probeWorthAPause).
+ * only while enough work is left for it to pay back (rate-control.ts, probeWorthAPause). Per SKU,
+ * its own requests (detail and history pages): with the run's first requests (workspace, locations,
+ * list pages) in, the first SKUs of an incremental run of 90 requests read as 600 to come.
  */
 export function reportWorkLeft(ctx: RunContext): void {
   const { tally, scheduler } = ctx;
   const settled = tally.fetched + tally.failed;
   if (tally.total === null || settled === 0) return;
   const skusLeft = Math.max(0, tally.total - tally.alreadyDone - settled);
-  scheduler.expectRemaining(skusLeft * (scheduler.stats.requests / settled));
+  const { byEndpoint } = scheduler.stats;
+  scheduler.expectRemaining(skusLeft * Math.max(1, ((byEndpoint.detail ?? 0) + (byEndpoint.history ?? 0)) / settled));
 }
 
 /** The progress line (or log line) after each SKU. */
