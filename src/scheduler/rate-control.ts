@@ -49,9 +49,11 @@ const LOOK_ABOVE_PAUSE_SHARE = 0.05;
 /**
  * A run's bounds are kept for the next run (lesson) only within this span (high ÷ low): a run that found
  * the quota ends within a few percent (40/s burst 10: [39.2, 41.0]; 100/s of one token spaced from answers:
- * [103, 114]); a short one still probing leaves [30, 93], and the next runs would hold at 30.
+ * [103, 114]), a slow one within a third (2/s burst 2, 58 requests: [1.7, 2.3], whose next runs then draw no
+ * 429 where a run that finds it afresh draws 2 of its 8); a short one still probing leaves [30, 93], and the
+ * next runs would hold at 30.
  */
-const LEARNED_MAX_SPAN = 1.25;
+const LEARNED_MAX_SPAN = 1.5;
 /** Within this span, send at the lower bound: the rest of the gap is worth less than a 429's pause. */
 const TIGHT_SPAN = 1.03;
 /** In hold, this far below `low`: the bounds are counts over noisy clocks. */
@@ -468,6 +470,8 @@ export class RateControl {
   private priorHigh = Infinity;
   /** The rate this run started from (startFrom) drew a 429: what the earlier run learned no longer holds. */
   private startRefuted = false;
+  /** A 429 at the rate started from was excused once (startExcused). */
+  private startExcuseUsed = false;
 
   /** `roundTrips`: the ramp waits a round trip per step, and the evidence counts their jitter as noise. */
   constructor(private readonly roundTrips: RoundTrips = NO_ROUND_TRIPS) {}
@@ -746,6 +750,7 @@ export class RateControl {
       return;
     }
     const drewIt = this.rateThatDrew(sentAt, rate);
+    if (started && drewIt <= this.low * (1 + HOLD_MARGIN) && this.startExcused()) return;
     // A 429 at a rate taken as quiet: that verdict came early (a bucket still draining).
     if (drewIt <= this.quietRate * (1 + HOLD_MARGIN)) this.quietRate = 0;
     // Only a bucket's 429s naming a wait (a window's, or those naming none, have their own ways: windowEnded, quietRate).
@@ -1031,6 +1036,27 @@ export class RateControl {
     this.low = next;
     this.high = Math.max(this.high, next);
     this.setRate(next, "contested", now);
+  }
+
+  /**
+   * Started from an earlier run's bounds, the first 429 at the rate started from, once a run, says nothing
+   * against them when the bucket was emptied before the run (the run's first request refused: another client,
+   * or the run before) or holds one token (a pair that jitter on the way brought within a token interval is
+   * refused whatever the rate): the pause, and on at the same rate. Taken as the quota moved, a bucket emptied
+   * before each run (40/s burst 10) went from 1.13x to 1.54x, and one of one token (100/s) to 1.69x: a relearn
+   * sends a burst unpaced, which a bucket of one token refuses but for one request.
+   */
+  private startExcused(): boolean {
+    if (this.startExcuseUsed || !(this.passes === 0 || this.oneToken)) return false;
+    this.startExcuseUsed = true;
+    this.started = true;
+    if (this.passes === 0) {
+      // Nothing passed: the evidence and the cycle start after this pause, as a run that met an emptied bucket does (startedEmpty).
+      this.evidence = new BucketEvidence();
+      this.cycle = null;
+      this.nextFromFull = true;
+    }
+    return true;
   }
 
   /**

@@ -266,6 +266,8 @@ export class RequestScheduler {
       const before = this.control.current;
       this.control.startFrom(opts.startFrom, now);
       this.rateChanged(before, now);
+      // The server's bucket has refilled since the last run: the first request goes at once, not a token interval in (0.6 s at 1.7 req/s).
+      this.pacer?.atLeast(1, now);
     } else this.applyRate(now);
   }
 
