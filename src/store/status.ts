@@ -8,6 +8,7 @@
  */
 import { existsSync } from "node:fs";
 import { CLEAN_FRESHNESS } from "../core/api-schemas.js";
+import { DEFAULTS } from "../core/defaults.js";
 import { ConfigError } from "../core/errors.js";
 import { hasTable, openMirrorReader, openReadOnly, type DB } from "./db.js";
 import { latestQuotaWall } from "./runs.js";
@@ -71,6 +72,8 @@ export interface QuotaState {
   } | null;
   /** The quota wall of the latest finished run. */
   resumeAfter: { runId: number; at: string; inForce: boolean } | null;
+  /** What runs learned of each server's quota (learned_quota): the next run against it starts at `low` while `usable`. */
+  learned: Array<{ server: string; low: number; high: number | null; runId: number; learnedAt: string; usable: boolean }>;
 }
 
 export interface StatusReport {
@@ -309,7 +312,19 @@ function readQuota(db: DB, now: number): QuotaState {
   const wall = latestQuotaWall(db);
   const resumeAfter = wall ? { runId: wall.runId, at: wall.at, inForce: Date.parse(wall.at) > now } : null;
   const state: QuotaState["state"] = lastBackoff?.inForce ? "paused" : resumeAfter?.inForce ? "waiting" : "clear";
-  return { state, lastBackoff, resumeAfter };
+  return { state, lastBackoff, resumeAfter, learned: readLearned(db, now) };
+}
+
+/** The quotas runs learned (a database before migration 0006 has none). */
+function readLearned(db: DB, now: number): QuotaState["learned"] {
+  if (!hasTable(db, "learned_quota")) return [];
+  const rows = db.prepare("SELECT server, low, high, run_id AS runId, learned_at AS learnedAt FROM learned_quota ORDER BY learned_at DESC").all() as Array<
+    Omit<QuotaState["learned"][number], "usable">
+  >;
+  return rows.map((r) => {
+    const age = now - Date.parse(r.learnedAt);
+    return { ...r, usable: age >= 0 && age < DEFAULTS.learnedQuotaMaxAgeMs };
+  });
 }
 
 /** The workspace, the run in progress, the last successes and the last `runs` runs. */

@@ -105,6 +105,7 @@ describe("readStatus", () => {
         message: "paused",
       },
       resumeAfter: { runId: partial, at: "2026-03-01T12:30:00.000Z", inForce: true },
+      learned: [],
     });
     expect(r.notClean.pairs).toBe(3);
     expect(r.notClean.skus).toBe(2);
@@ -184,6 +185,12 @@ describe("the quota a run learned", () => {
     store.keepLearnedQuota(server, run, quota);
     const kept = peekDatabase(path, Date.now(), server)?.learnedQuota;
     expect(kept).toMatchObject({ quota, runId: run });
+    // `status` shows it, and whether the next run will start from it.
+    const shown = readStatus(db, { database: path, runs: 5, notCleanLimit: 5, now: Date.now() });
+    expect(shown.quota.learned).toEqual([{ server, low: 39.2, high: 41, runId: run, learnedAt: kept!.learnedAt, usable: true }]);
+    expect(formatStatus(shown)).toContain(`learned rate  39.2 req/s, 429 at 41.0 for ${server}, learned by run ${run} at ${kept!.learnedAt}; the next run against it starts there`);
+    const later2h = readStatus(db, { database: path, runs: 5, notCleanLimit: 5, now: Date.parse(kept!.learnedAt) + 2 * 3_600_000 });
+    expect(formatStatus(later2h)).toContain("too old: the next run finds the quota afresh");
     // Another server (another port, another path) starts afresh; without a server nothing is read.
     expect(peekDatabase(path, Date.now(), "http://127.0.0.1:8081/api")?.learnedQuota).toBeNull();
     expect(peekDatabase(path, Date.now())?.learnedQuota).toBeNull();

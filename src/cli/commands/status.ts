@@ -45,6 +45,7 @@ export function formatStatus(r: StatusReport): string {
   lines.push(`last success  ${r.lastSuccess ? `run ${r.lastSuccess.id} (${r.lastSuccess.mode}) ended ${r.lastSuccess.finishedAt}, ${ago(r.lastSuccess.finishedAt, now)}` : "none"}`);
   lines.push(`last full     ${r.lastFullSuccess ? `run ${r.lastFullSuccess.id} ended ${r.lastFullSuccess.finishedAt}, ${ago(r.lastFullSuccess.finishedAt, now)}` : "none"}`);
   lines.push(`quota         ${quotaLine(r)}`);
+  for (const l of r.quota.learned) lines.push(`learned rate  ${learnedLine(l)}`);
   if (r.feed) {
     const consumers = r.feed.consumers.map((c) => `${c.name} confirmed ${c.confirmedSeq} (${c.behind} behind)`);
     lines.push(`change feed   seq ${r.feed.latest}, oldest kept ${r.feed.oldest ?? "(none)"}; consumers: ${consumers.length ? consumers.join(", ") : "none"}`);
@@ -96,6 +97,13 @@ function quotaLine(r: StatusReport): string {
   if (q.state === "waiting" && q.resumeAfter) return `waiting: run ${q.resumeAfter.runId} hit the quota wall; no run before ${q.resumeAfter.at}`;
   const last = b ? `; last backoff ${b.at} (run ${b.runId}: ${b.status ?? "error"} on ${b.endpoint ?? "?"}, waited ${seconds(b.waitMs ?? 0)})` : "";
   return `clear${last}`;
+}
+
+/** A quota a run learned: the rate the next run against that server starts at, while it is recent enough. */
+function learnedLine(l: StatusReport["quota"]["learned"][number]): string {
+  const refused = l.high === null ? "" : `, 429 at ${l.high.toFixed(1)}`;
+  const use = l.usable ? "the next run against it starts there" : "too old: the next run finds the quota afresh";
+  return `${l.low.toFixed(1)} req/s${refused} for ${l.server}, learned by run ${l.runId} at ${l.learnedAt}; ${use}`;
 }
 
 function runNotes(x: RunSummary): string {
