@@ -38,7 +38,7 @@
  */
 import { join } from "node:path";
 import type { GroundTruth, QuotaOptions } from "../simulator/index.js";
-import { startSimulator, syncCli } from "./proc.js";
+import { type Simulator, startSimulator, syncCli } from "./proc.js";
 import { compareWithTruth } from "./truth.js";
 
 export interface QuotaCell {
@@ -242,6 +242,10 @@ export interface CellResult {
   syncStatus: string;
   /** The cell run again at the quota's rate (`--known-rate`; null when not run or not a token bucket). */
   known?: { maxRps: number; ratio: number; share429: number; violations: number; equalToTruth: boolean } | null;
+  /** `--again`: a second `sync --full` into the same database, which starts from the quota the first learned. */
+  again?: { ratio: number; share429: number; violations: number; equalToTruth: boolean };
+  /** `--again`: then an incremental `sync` after churn (CYCLE_CHURN), a daemon's cycle: its requests and 429s. */
+  cycle?: { requests: number; rateLimited: number; violations: number; wallMs: number; ratio: number };
 }
 
 /** The rate a client told the quota would set (`--max-rps`): the slower of the bucket and a limit before authentication; null for a window. */
@@ -253,59 +257,90 @@ export function knownRateOf(cell: Pick<QuotaCell, "quota" | "preAuth">): number 
 
 const round = (x: number, d = 3) => Math.round(x * 10 ** d) / 10 ** d;
 
-/** `runCell`, then with `knownRate` the same cell again at the quota's rate (knownRateOf), its figures in `known`. */
-export async function runCellWithKnown(cell: QuotaCell, work: string, log: (m: string) => void, knownRate: boolean): Promise<CellResult> {
-  const r = await runCell(cell, work, log);
-  const rate = knownRate ? knownRateOf(cell) : null;
+/** What `runCellWithKnown` runs besides each cell: `knownRate` (column known), `again` (columns again and cycle). */
+export interface CellExtras {
+  knownRate: boolean;
+  again: boolean;
+}
+
+/**
+ * `runCell`, then with `knownRate` the same cell again at the quota's rate (knownRateOf), its figures in
+ * `known`; with `again`, the next runs into the same database (cells[].again, cells[].cycle).
+ */
+export async function runCellWithKnown(cell: QuotaCell, work: string, log: (m: string) => void, extras: CellExtras): Promise<CellResult> {
+  const r = await runCell(cell, work, log, [], extras.again);
+  const rate = extras.knownRate ? knownRateOf(cell) : null;
   if (rate === null) return { ...r, known: null };
   const k = await runCell(cell, work, (m) => log(`(known rate) ${m}`), ["--max-rps", String(rate)]);
   return { ...r, known: { maxRps: rate, ratio: k.ratio, share429: k.share429, violations: k.violations, equalToTruth: k.equalToTruth } };
 }
 
-/** One cell: a fresh simulator, `sync --full` (with `syncArgs`), its figures against the quota and the ground truth. */
-async function runCell(cell: QuotaCell, work: string, log: (m: string) => void, syncArgs: string[] = []): Promise<CellResult> {
+/**
+ * One cell: a fresh simulator, `sync --full` (with `syncArgs`), its figures against the quota and the ground
+ * truth. With `again`, then into the same database: a second `sync --full` (the quota set afresh: it starts
+ * from what the first learned) and an incremental `sync` after churn of CYCLE_CHURN of the SKUs (a daemon's cycle).
+ */
+async function runCell(cell: QuotaCell, work: string, log: (m: string) => void, syncArgs: string[] = [], again = false): Promise<CellResult> {
   const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...preAuthFlags(cell), ...(cell.args ?? [])] });
   try {
-    // A fresh quota (full bucket, window starting now) and fresh counters, just before the sync.
-    const quotaSetAt = Date.now();
-    await sim.admin("/quota", "POST", cell.quota);
-    if (cell.preAuth) await sim.admin("/preauth", "POST", cell.preAuth);
-    await sim.admin("/stats/reset", "POST");
     const db = join(work, `quota-${cell.name}${syncArgs.length ? "-known" : ""}.db`);
-    const m = await syncCli(sim.baseUrl, db, ["--full", ...syncArgs]);
-    const exitedAt = Date.now();
-    const s = await sim.admin<CellStats>("/stats");
-    const truth = await sim.admin<GroundTruth>("/ground-truth");
-    const check = compareWithTruth(db, truth);
-    const first = s.firstRequestAt ?? exitedAt;
-    const wallMs = exitedAt - first;
-    const least = cellLeastMs(cell, s.accepted, s.requests - s.preAuthLimited, first - quotaSetAt);
-    const r: CellResult = {
-      name: cell.name,
-      about: cell.about,
-      skus: cell.skus,
-      requests: s.requests,
-      accepted: s.accepted,
-      rateLimited: s.rateLimited,
-      share429: round(s.rateLimited / Math.max(1, s.requests), 4),
-      responses503: s.byStatus["503"] ?? 0,
-      violations: s.retryAfterViolations.length,
-      wallMs: Math.round(wallMs),
-      processWallMs: Math.round(m.wallMs),
-      leastMs: Math.round(least),
-      ratio: least > 0 ? round(wallMs / least) : Number.NaN,
-      steadyShare: steadyShare(cell.quota, s.acceptedBySecond, wallMs),
-      equalToTruth: check.equal,
-      truthDifferences: check.sample,
-      syncStatus: m.result.status,
+    const r = await measureSync(sim, cell, db, ["--full", ...syncArgs]);
+    log(`1 quota ${cell.name}: ${describeRun(r)}; equal to truth: ${r.equalToTruth ? "yes" : `NO (${r.truthDifferences.length} differences shown)`}`);
+    if (!again) return r;
+    const a = await measureSync(sim, cell, db, ["--full", ...syncArgs]);
+    log(`1 quota ${cell.name} (again): ${describeRun(a)}; equal to truth: ${a.equalToTruth ? "yes" : "NO"}`);
+    await sim.admin(`/churn?fraction=${CYCLE_CHURN}&seed=${cell.seed}`, "POST");
+    const c = await measureSync(sim, cell, db, syncArgs, false);
+    log(`1 quota ${cell.name} (cycle): ${describeRun(c)}`);
+    return {
+      ...r,
+      again: { ratio: a.ratio, share429: a.share429, violations: a.violations, equalToTruth: a.equalToTruth },
+      cycle: { requests: c.requests, rateLimited: c.rateLimited, violations: c.violations, wallMs: c.wallMs, ratio: c.ratio },
     };
-    log(
-      `1 quota ${cell.name}: ${r.requests} requests (${r.accepted} accepted, ${r.rateLimited} × 429, ${r.responses503} × 503, ${r.violations} violations) in ${(wallMs / 1000).toFixed(1)} s; least ${(least / 1000).toFixed(1)} s → ratio ${r.ratio}, steady ${r.steadyShare ?? "-"}; equal to truth: ${check.equal ? "yes" : `NO (${check.differences} differences)`}`,
-    );
-    return r;
   } finally {
     await sim.stop();
   }
+}
+
+/** A daemon's cycle in `--again`: churn over this share of the SKUs, then an incremental sync. */
+const CYCLE_CHURN = 0.02;
+
+const describeRun = (r: CellResult) =>
+  `${r.requests} requests (${r.accepted} accepted, ${r.rateLimited} × 429, ${r.responses503} × 503, ${r.violations} violations) in ${(r.wallMs / 1000).toFixed(1)} s; least ${(r.leastMs / 1000).toFixed(1)} s → ratio ${r.ratio}, steady ${r.steadyShare ?? "-"}`;
+
+/** One sync into `db` against `sim`, the quota and counters set afresh just before it; its figures (the truth compared when `compare`). */
+async function measureSync(sim: Simulator, cell: QuotaCell, db: string, args: string[], compare = true): Promise<CellResult> {
+  // A fresh quota (full bucket, window starting now) and fresh counters, just before the sync.
+  const quotaSetAt = Date.now();
+  await sim.admin("/quota", "POST", cell.quota);
+  if (cell.preAuth) await sim.admin("/preauth", "POST", cell.preAuth);
+  await sim.admin("/stats/reset", "POST");
+  const m = await syncCli(sim.baseUrl, db, args);
+  const exitedAt = Date.now();
+  const s = await sim.admin<CellStats>("/stats");
+  const check = compare ? compareWithTruth(db, await sim.admin<GroundTruth>("/ground-truth")) : { equal: true, sample: [] };
+  const first = s.firstRequestAt ?? exitedAt;
+  const wallMs = exitedAt - first;
+  const least = cellLeastMs(cell, s.accepted, s.requests - s.preAuthLimited, first - quotaSetAt);
+  return {
+    name: cell.name,
+    about: cell.about,
+    skus: cell.skus,
+    requests: s.requests,
+    accepted: s.accepted,
+    rateLimited: s.rateLimited,
+    share429: round(s.rateLimited / Math.max(1, s.requests), 4),
+    responses503: s.byStatus["503"] ?? 0,
+    violations: s.retryAfterViolations.length,
+    wallMs: Math.round(wallMs),
+    processWallMs: Math.round(m.wallMs),
+    leastMs: Math.round(least),
+    ratio: least > 0 ? round(wallMs / least) : Number.NaN,
+    steadyShare: steadyShare(cell.quota, s.acceptedBySecond, wallMs),
+    equalToTruth: check.equal,
+    truthDifferences: check.sample,
+    syncStatus: m.result.status,
+  };
 }
 
 /** Admitted over the middle half of the run's whole seconds ÷ the token bucket's rate over them. */
@@ -344,7 +379,23 @@ export function summariseMatrix(cells: CellResult[]) {
 /** The matrix as a text table (the same columns as BENCHMARKS.md). */
 export function matrixTable(cells: CellResult[]): string {
   const withKnown = cells.some((c) => c.known);
-  const head = ["cell", "SKUs", "requests", "accepted", "429 %", "503s", "RA viol.", "wall s", "least s", "ratio", "steady", "= truth", ...(withKnown ? ["known"] : [])];
+  const withAgain = cells.some((c) => c.again);
+  const head = [
+    "cell",
+    "SKUs",
+    "requests",
+    "accepted",
+    "429 %",
+    "503s",
+    "RA viol.",
+    "wall s",
+    "least s",
+    "ratio",
+    "steady",
+    "= truth",
+    ...(withKnown ? ["known"] : []),
+    ...(withAgain ? ["again", "cycle 429s"] : []),
+  ];
   const rows = cells.map((c) => [
     c.name,
     String(c.skus),
@@ -359,12 +410,15 @@ export function matrixTable(cells: CellResult[]): string {
     c.steadyShare === null ? "-" : c.steadyShare.toFixed(3),
     c.equalToTruth ? "yes" : "NO",
     ...(withKnown ? [knownCell(c)] : []),
+    ...(withAgain ? againCells(c) : []),
   ]);
   const all = [head, ...rows];
   const width = head.map((_, i) => Math.max(...all.map((r) => r[i]!.length)));
   const line = (r: string[]) => r.map((cell, i) => (i === 0 ? cell.padEnd(width[i]!) : cell.padStart(width[i]!))).join("  ");
   const s = summariseMatrix(cells);
   const known = cells.flatMap((c) => (c.known ? [c.known.ratio] : []));
+  const again = cells.flatMap((c) => (c.again ? [c.again.ratio] : []));
+  const cycles = cells.flatMap((c) => (c.cycle ? [c.cycle] : []));
   return [
     line(head),
     width.map((n) => "-".repeat(n)).join("  "),
@@ -377,6 +431,12 @@ export function matrixTable(cells: CellResult[]): string {
           `known: ratio with --max-rps at the quota's rate, median ${round(medianOf(known))} over ${known.length} token-bucket cells (* = a 429, a violation or a difference from the truth in that run)`,
         ]
       : []),
+    ...(again.length
+      ? [
+          `again: a second sync --full into the same database (it starts from the quota the first learned), median ratio ${round(medianOf(again))} (* = a 429 share of 2 % or more, a violation or a difference from the truth)`,
+          `cycle 429s: then an incremental sync after churn of ${100 * CYCLE_CHURN} % of the SKUs: ${cycles.reduce((a, c) => a + c.rateLimited, 0)} × 429 in ${cycles.reduce((a, c) => a + c.requests, 0)} requests over ${cycles.length} cycles, ${cycles.filter((c) => c.rateLimited / Math.max(1, c.requests) >= QUOTA_TARGETS.share429).length} cycles at 2 % or more`,
+        ]
+      : []),
   ].join("\n");
 }
 
@@ -385,4 +445,11 @@ function knownCell(c: CellResult): string {
   if (!c.known) return "-";
   const flawed = c.known.share429 > 0 || c.known.violations > 0 || !c.known.equalToTruth;
   return `${Number.isFinite(c.known.ratio) ? c.known.ratio.toFixed(3) : "-"}${flawed ? "*" : ""}`;
+}
+
+/** The second full sync's ratio (starred as knownCell stars) and the cycle's 429s of its requests. */
+function againCells(c: CellResult): string[] {
+  if (!c.again || !c.cycle) return ["-", "-"];
+  const flawed = c.again.share429 >= QUOTA_TARGETS.share429 || c.again.violations > 0 || !c.again.equalToTruth;
+  return [`${Number.isFinite(c.again.ratio) ? c.again.ratio.toFixed(3) : "-"}${flawed ? "*" : ""}`, `${c.cycle.rateLimited}/${c.cycle.requests}`];
 }

@@ -11,6 +11,9 @@
  *   npm run bench -- quota --cell NAME     one cell of it (repeatable, or NAME,NAME)
  *   npm run bench -- quota --known-rate    each token-bucket cell also run with --max-rps at its
  *                                          quota's rate: the ratio without finding the quota (column known)
+ *   npm run bench -- quota --again         after each cell, into the same database: a second sync --full (it
+ *                                          starts from the quota the first learned; column again) and an
+ *                                          incremental sync after 2 % churn (a daemon's cycle; column cycle 429s)
  *   npm run bench -- quota --scale 3       each cell with 3 times its SKUs: a longer backfill, over which
  *                                          the seconds of finding the quota weigh less (BENCHMARKS.md)
  *   npm run bench -- --reps 1              one run where the default repeats (a quick look)
@@ -51,7 +54,15 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const OUT_DIR = join(ROOT, "bench");
 
 const { values, positionals } = parseArgs({
-  options: { only: { type: "string" }, reps: { type: "string" }, profile: { type: "boolean" }, cell: { type: "string", multiple: true }, "known-rate": { type: "boolean" }, scale: { type: "string" } },
+  options: {
+    only: { type: "string" },
+    reps: { type: "string" },
+    profile: { type: "boolean" },
+    cell: { type: "string", multiple: true },
+    "known-rate": { type: "boolean" },
+    again: { type: "boolean" },
+    scale: { type: "string" },
+  },
   allowPositionals: true,
 });
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
@@ -117,12 +128,14 @@ async function quotaMatrix() {
   const chosen = QUOTA_CELLS.filter((c) => !cellNames.length || cellNames.includes(c.name)).map((c) =>
     scale === 1 ? c : { ...c, skus: Math.round(c.skus * scale), about: `${c.about} (run with ${scale} times its SKUs)` },
   );
-  for (const cell of chosen) cells.push(await runCellWithKnown(cell, work, log, values["known-rate"] === true));
+  const extras = { knownRate: values["known-rate"] === true, again: values.again === true };
+  for (const cell of chosen) cells.push(await runCellWithKnown(cell, work, log, extras));
   results.quota = {
     setup: {
       flags: "sync --full (defaults)",
       scale,
       knownRate: values["known-rate"] === true ? "each token-bucket cell again with --max-rps at its quota's rate (cells[].known)" : false,
+      again: extras.again ? "after each cell, a second sync --full into the same database (cells[].again), then an incremental sync after 2 % churn (cells[].cycle)" : false,
       wall: "first request's arrival at the simulator → CLI exit",
       cells: chosen,
     },
