@@ -249,7 +249,7 @@ function learnedQuotaToStartFrom(kept: KeptQuotaRow | null, opts: SyncOptions, j
   const { quota, runId, learnedAt } = kept;
   const ago = Math.max(0, Math.round((Date.now() - Date.parse(learnedAt)) / 60_000));
   const above = quota.high === null ? "" : `, refused at ${quota.high.toFixed(1)}`;
-  const message = `starting at ${quota.low.toFixed(1)} req/s: the quota run ${runId} learned ${ago} min ago (within it at ${quota.low.toFixed(1)} req/s${above}); a 429 at that rate finds it afresh`;
+  const message = `starting at ${quota.low.toFixed(1)} req/s: the quota run ${runId} learned ${ago} min ago (within it at ${quota.low.toFixed(1)} req/s${above}); a 429 at that rate finds the quota afresh, but one on the first request or on a bucket of one token is excused once`;
   opts.logger.info({ learnedByRun: runId, requestsPerSecond: quota.low }, message);
   journal.write({ kind: "rate", message });
   return quota;

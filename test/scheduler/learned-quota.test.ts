@@ -39,7 +39,7 @@ describe("a run started from the quota an earlier run learned (virtual time)", (
     });
   }
 
-  it("a long run holds at what was learned and looks above it once (a quota may have risen): one 429, then held again, 429s under 1 %", async () => {
+  it("a long run holds at what was learned and looks above it exactly once (a quota may have risen), with 429s under 1 % and a lesson kept", async () => {
     const s = shape("bucket 40/s burst 10");
     for (const seed of [1, 2, 3]) {
       const prior = await learnedFrom(s, seed);
