@@ -487,7 +487,8 @@ export class RateControl {
    * Start from what an earlier run against this server proved: held at its `low`, from the first
    * request, without the unpaced first segment and the ramp. A 429 at that rate (the quota shrank, or
    * another client spends it now) is a 429 at a rate taken as within the quota: the capacity and the
-   * rate are measured again from an unpaced segment (relearnCapacity), as in a run that started afresh.
+   * rate are measured again from an unpaced segment (relearnCapacity), as in a run that started afresh,
+   * and the lesson is to forget it, but for a first one that says nothing against it (startExcused).
    */
   startFrom(prior: LearnedQuota, now: number): void {
     this.low = Math.max(MIN_RATE, prior.low);

@@ -103,11 +103,16 @@ export interface KeptQuotaRow {
 const LEARNED_QUOTA = `SELECT low, high, burst_low AS burstLow, burst_high AS burstHigh, one_token AS oneToken, run_id AS runId, learned_at AS learnedAt
   FROM learned_quota WHERE server = ?`;
 
-/** The quota kept for `server`, if learned less than `maxAgeMs` before `now`. */
-function keptQuota(db: DB, server: string, now: number, maxAgeMs: number): KeptQuotaRow | null {
+/** A kept quota learned at `learnedAt` is what the next run starts from at `now` (DEFAULTS.learnedQuotaMaxAgeMs): sync's peek and `status` ask the same. */
+export function learnedQuotaUsable(learnedAt: string, now: number): boolean {
+  const age = now - Date.parse(learnedAt);
+  return age >= 0 && age < DEFAULTS.learnedQuotaMaxAgeMs;
+}
+
+/** The quota kept for `server`, if still usable at `now`. */
+function keptQuota(db: DB, server: string, now: number): KeptQuotaRow | null {
   const r = db.prepare(LEARNED_QUOTA).get(server) as (Omit<KeptQuota, "oneToken"> & { oneToken: number; runId: number; learnedAt: string }) | undefined;
-  const age = r ? now - Date.parse(r.learnedAt) : NaN;
-  if (!r || !(age >= 0 && age < maxAgeMs)) return null;
+  if (!r || !learnedQuotaUsable(r.learnedAt, now)) return null;
   const { runId, learnedAt, oneToken, ...bounds } = r;
   return { quota: { ...bounds, oneToken: oneToken === 1 }, runId, learnedAt };
 }
@@ -134,7 +139,7 @@ export function peekDatabase(
     const workspace = (db.prepare("SELECT id, name FROM workspace LIMIT 1").get() as { id: string; name: string } | undefined) ?? null;
     const wall = has("sync_runs") ? latestQuotaWall(db) : null;
     const t = wall ? Date.parse(wall.at) : NaN;
-    const learnedQuota = server !== null && has("learned_quota") ? keptQuota(db, server, now, DEFAULTS.learnedQuotaMaxAgeMs) : null;
+    const learnedQuota = server !== null && has("learned_quota") ? keptQuota(db, server, now) : null;
     return { workspace, resumeAfter: Number.isFinite(t) && t > now ? t : null, learnedQuota };
   } catch (err) {
     throw new StoreError(`cannot read database ${path}: ${(err as Error).message}. Is it an inventory-mirror database?`, { cause: err });

@@ -8,10 +8,9 @@
  */
 import { existsSync } from "node:fs";
 import { CLEAN_FRESHNESS } from "../core/api-schemas.js";
-import { DEFAULTS } from "../core/defaults.js";
 import { ConfigError } from "../core/errors.js";
 import { hasTable, openMirrorReader, openReadOnly, type DB } from "./db.js";
-import { latestQuotaWall } from "./runs.js";
+import { latestQuotaWall, learnedQuotaUsable } from "./runs.js";
 import { feedBounds } from "./outbox.js";
 
 export interface NotCleanItem {
@@ -321,10 +320,7 @@ function readLearned(db: DB, now: number): QuotaState["learned"] {
   const rows = db.prepare("SELECT server, low, high, run_id AS runId, learned_at AS learnedAt FROM learned_quota ORDER BY learned_at DESC").all() as Array<
     Omit<QuotaState["learned"][number], "usable">
   >;
-  return rows.map((r) => {
-    const age = now - Date.parse(r.learnedAt);
-    return { ...r, usable: age >= 0 && age < DEFAULTS.learnedQuotaMaxAgeMs };
-  });
+  return rows.map((r) => ({ ...r, usable: learnedQuotaUsable(r.learnedAt, now) }));
 }
 
 /** The workspace, the run in progress, the last successes and the last `runs` runs. */

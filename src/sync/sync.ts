@@ -192,7 +192,7 @@ export async function runSync(opts: SyncOptions): Promise<SyncResult> {
   let walGuard: WalGuard | null = null;
   let api: ReturnType<typeof createApi> | null = null;
   try {
-    // What the file already says, read without writing: its workspace, and a quota wall still in force.
+    // What the file already says, read without writing: its workspace, a quota wall still in force, and the quota the last run learned.
     const server = serverOf(config);
     const peek = peekDatabase(config.db, Date.now(), server);
     const pausedUntil = quotaWallToHonour(peek?.resumeAfter ?? null, opts, journal);
@@ -248,8 +248,8 @@ function learnedQuotaToStartFrom(kept: KeptQuotaRow | null, opts: SyncOptions, j
   if (!kept || !opts.config.rateLimit.adaptive) return undefined;
   const { quota, runId, learnedAt } = kept;
   const ago = Math.max(0, Math.round((Date.now() - Date.parse(learnedAt)) / 60_000));
-  const above = quota.high === null ? "" : `, refused at ${quota.high.toFixed(1)}`;
-  const message = `starting at ${quota.low.toFixed(1)} req/s: the quota run ${runId} learned ${ago} min ago (within it at ${quota.low.toFixed(1)} req/s${above}); a 429 at that rate finds the quota afresh, but one on the first request or on a bucket of one token is excused once`;
+  const above = quota.high === null ? "" : ` (a 429 came at ${quota.high.toFixed(1)})`;
+  const message = `starting at ${quota.low.toFixed(1)} req/s: the quota run ${runId} learned ${ago} min ago${above}; a 429 at that rate finds the quota afresh, but one on the first request or on a bucket of one token is excused once`;
   opts.logger.info({ learnedByRun: runId, requestsPerSecond: quota.low }, message);
   journal.write({ kind: "rate", message });
   return quota;

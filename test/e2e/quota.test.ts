@@ -88,6 +88,7 @@ describe("the quota a run learned, for the next run", () => {
     const r = await runCli(["sync", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
     expect(r.code, r.stderr).toBe(0);
     const rates = read<{ message: string }>("SELECT message FROM sync_journal WHERE kind = 'rate' AND run_id = (SELECT max(id) FROM sync_runs) ORDER BY id");
+    expect(rates.length, "the starting line and the hold it sets").toBeGreaterThanOrEqual(2);
     expect(rates[0]!.message).toMatch(new RegExp(`^starting at ${kept[0]!.low.toFixed(1)} req/s: the quota run ${kept[0]!.run_id} learned \\d+ min ago`));
     // The pacer is set before the first request: held at the rate kept (less the hold's margin), not unpaced.
     const held = /^send rate ([\d.]+) req\/s \(hold,/.exec(rates[1]!.message);
