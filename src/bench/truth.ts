@@ -86,6 +86,21 @@ export function diffAgainstTruth(dbPath: string, truth: GroundTruth): string[] {
   return diffs.list;
 }
 
+/**
+ * History rows the mirror holds that the server does not (a multiset difference per SKU: a copy the
+ * server has once, stored twice, counts), whatever the mirror still lacks. Empty: nothing invented.
+ */
+export function historyNotInTruth(dbPath: string, truth: GroundTruth): Array<{ skuId: string; extra: number }> {
+  const want = new Map(truth.skus.map((t) => [t.item.id, (t.history as Row[]).map(historyTuple)]));
+  return readMirrorRows(dbPath, (rows) =>
+    rows.skus().flatMap((s) => {
+      const id = s.id as string;
+      const extra = multisetMinus(rows.history(id).map(storedHistoryTuple), want.get(id) ?? []).length;
+      return extra > 0 ? [{ skuId: id, extra }] : [];
+    }),
+  );
+}
+
 export interface TruthCheck {
   equal: boolean;
   differences: number;

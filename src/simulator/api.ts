@@ -9,7 +9,7 @@
  */
 import { UUID_RE } from "../core/api-schemas.js";
 import type { EndpointName } from "../core/defaults.js";
-import { CursorCodec } from "./cursor.js";
+import { CursorCodec, type HistoryKey } from "./cursor.js";
 import { STOCK_STATES, type SimModel, type StockState } from "./model.js";
 import { SimApiError, type DetailResponseIn, type HistoryResponseIn, type ListResponseIn, type LocationsResponseIn, type WorkspaceResponseIn } from "./types.js";
 
@@ -52,9 +52,11 @@ export interface Paging {
   size(limit: number): number;
   /** Does a walk (history: of this SKU, lower case) start with `items: []` and a cursor to the real first page? */
   emptyFirst(endpoint: "list" | "history", skuId: string | null): boolean;
+  /** Do cursors carry an offset (how many items came before) instead of a keyset position? */
+  readonly byOffset: boolean;
 }
 
-const OWN_PAGING: Paging = { size: (limit) => limit, emptyFirst: () => false };
+const OWN_PAGING: Paging = { size: (limit) => limit, emptyFirst: () => false, byOffset: false };
 
 /** The keyset position before everything: the cursor of an empty first page leads to the real first page. */
 const LIST_START = { id: "" };
@@ -85,21 +87,24 @@ function list(model: SimModel, cursors: CursorCodec, query: URLSearchParams, pag
   const f = CursorCodec.fingerprint({ e: "list", scope: scopeLocationId, q: q.toLowerCase(), stockState });
   const cursor = query.get("cursor");
   let after: string | null = null;
+  let offset: number | undefined;
   if (cursor) {
     const key = cursors.decode(cursor, "list", f);
     if (!key) throw badCursor();
-    after = key.id;
+    if ("o" in key) offset = key.o;
+    else after = key.id;
   } else if (paging.emptyFirst("list", null)) {
     // Nothing on this page (a server that filters after paging); root summaries and summary as on any first page.
     const head = model.listPage({ scopeLocationId, q, stockState }, null, 0);
-    return { locations: head.locations, summary: head.summary, items: [], page: { nextCursor: cursors.encode("list", f, LIST_START) } };
+    return { locations: head.locations, summary: head.summary, items: [], page: { nextCursor: cursors.encode("list", f, paging.byOffset ? { o: 0 } : LIST_START) } };
   }
-  const page = model.listPage({ scopeLocationId, q, stockState }, after, limit);
+  const page = model.listPage({ scopeLocationId, q, stockState }, after, limit, offset);
+  const next = paging.byOffset ? (page.nextOffset === null ? null : { o: page.nextOffset }) : page.nextAfter === null ? null : { id: page.nextAfter };
   return {
     locations: page.locations,
     summary: page.summary,
     items: page.items,
-    page: { nextCursor: page.nextAfter === null ? null : cursors.encode("list", f, { id: page.nextAfter }) },
+    page: { nextCursor: next === null ? null : cursors.encode("list", f, next) },
   };
 }
 
@@ -109,16 +114,20 @@ function history(model: SimModel, cursors: CursorCodec, route: Route, query: URL
   const limit = paging.size(limitOf(query, 20));
   const f = CursorCodec.fingerprint({ e: "history", skuId, scope: scopeLocationId });
   const cursor = query.get("cursor");
-  let after = null;
+  let after: HistoryKey | null = null;
+  let offset: number | undefined;
   if (cursor) {
-    after = cursors.decode(cursor, "history", f);
-    if (!after) throw badCursor();
+    const key = cursors.decode(cursor, "history", f);
+    if (!key) throw badCursor();
+    if ("o" in key) offset = key.o;
+    else after = key;
   } else if (paging.emptyFirst("history", skuId)) {
     model.historyPage(skuId, scopeLocationId, null, 0); // an unknown SKU is still a 404
-    return { items: [], page: { nextCursor: cursors.encode("history", f, HISTORY_START) } };
+    return { items: [], page: { nextCursor: cursors.encode("history", f, paging.byOffset ? { o: 0 } : HISTORY_START) } };
   }
-  const page = model.historyPage(skuId, scopeLocationId, after, limit);
-  return { items: page.items, page: { nextCursor: page.nextAfter ? cursors.encode("history", f, page.nextAfter) : null } };
+  const page = model.historyPage(skuId, scopeLocationId, after, limit, offset);
+  const next = paging.byOffset ? (page.nextOffset === null ? null : { o: page.nextOffset }) : page.nextAfter;
+  return { items: page.items, page: { nextCursor: next ? cursors.encode("history", f, next) : null } };
 }
 
 function skuIdOf(route: Route): string {

@@ -35,6 +35,7 @@ import type { GroundTruth } from "./types.js";
 import type { VarianceOptions } from "./variance.js";
 import type { HostileTextOptions } from "./hostile-text.js";
 import type { EndlessCursorOptions } from "./hostile-cursor.js";
+import type { LiveWrite, LiveWriteOptions } from "./live-writes.js";
 
 export interface SimulatorOptions extends ModelOptions {
   /** Default: random `sim_` + 32 hex characters. */
@@ -56,6 +57,8 @@ export interface SimulatorOptions extends ModelOptions {
   hostileText?: HostileTextOptions;
   /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
   endlessCursors?: EndlessCursorOptions;
+  /** Writes that land between the pages of a walk: a new history row after a first page, a SKU removed ahead of a list walk (live-writes.ts). */
+  liveWrites?: LiveWriteOptions;
   /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
   latencyMs?: number;
   /** Latency varies uniformly by ± this many ms, seeded (default 0). */
@@ -78,6 +81,10 @@ export interface RunningSimulator {
   setFaults(rules: FaultRule[]): void;
   setQuota(q: QuotaOptions | null): void;
   setPreAuthLimit(q: QuotaOptions | null): void;
+  /** Writes to land between the pages of walks from now on (a fresh budget; live-writes.ts), or none. */
+  setLiveWrites(o: LiveWriteOptions | null): void;
+  /** The writes `liveWrites` made so far, oldest first (model ids, lower case). */
+  liveWritesMade(): ReadonlyArray<LiveWrite>;
   /** Closes the server and every socket promptly. */
   close(): Promise<void>;
 }
@@ -98,6 +105,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     ...(opts.variance ? { variance: opts.variance } : {}),
     ...(opts.hostileText ? { hostileText: opts.hostileText } : {}),
     ...(opts.endlessCursors ? { endlessCursors: opts.endlessCursors } : {}),
+    ...(opts.liveWrites ? { liveWrites: opts.liveWrites } : {}),
     latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0, inboundShare: opts.latencyInboundShare ?? 0 },
   });
   const port = await server.listen(host, opts.port ?? 0);
@@ -113,6 +121,8 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     setFaults: (rules) => server.setFaults(rules),
     setQuota: (q) => server.setQuota(q),
     setPreAuthLimit: (q) => server.setPreAuthLimit(q),
+    setLiveWrites: (o) => server.setLiveWrites(o),
+    liveWritesMade: () => server.liveWritesMade(),
     close: () => server.close(),
   };
 }

@@ -76,12 +76,16 @@ export interface ListPage {
   items: ListItemIn[];
   /** List key (the id, unless the order was changed) of the last item when another page follows, else null. */
   nextAfter: string | null;
+  /** How many items of the current order come before the next page, when another page follows, else null. */
+  nextOffset: number | null;
 }
 
 export interface HistoryPage {
   items: HistoryRowIn[];
   /** Keyset position of the last row when another page follows, else null. */
   nextAfter: HistoryKey | null;
+  /** How many rows (of the scope, newest first) come before the next page, when another page follows, else null. */
+  nextOffset: number | null;
 }
 
 /** Scope of a query: which active leaves count, and which roots are reported. */
@@ -203,10 +207,11 @@ export class SimModel {
     return this.ordered.skus;
   }
 
-  listPage(filter: ListFilter, after: string | null, limit: number): ListPage {
+  /** A page starting after the item keyed `after`, or (`offset`) after that many items of the current order. */
+  listPage(filter: ListFilter, after: string | null, limit: number, offset?: number): ListPage {
     const view = this.view(filter);
-    let i = 0;
-    if (after !== null) {
+    let i = offset === undefined ? 0 : Math.min(offset, view.skus.length);
+    if (after !== null && offset === undefined) {
       // Keyset: first SKU whose key sorts after the cursor's (it may have been removed since).
       let lo = 0;
       let hi = view.skus.length;
@@ -231,6 +236,7 @@ export class SimModel {
       summary: { ...view.summary },
       items,
       nextAfter: end < view.skus.length && items.length > 0 ? this.listKeyOf(view.skus[end - 1]!) : null,
+      nextOffset: end < view.skus.length && items.length > 0 ? end : null,
     };
   }
 
@@ -271,12 +277,15 @@ export class SimModel {
     return { sku: this.skuWire(sku), selectedQuantity: selected, totalQuantity: total, locations };
   }
 
-  historyPage(skuId: string, scopeLocationId: string | null, after: HistoryKey | null, limit: number): HistoryPage {
+  /** A page of rows older than the keyset position `after`, or (`offset`) after that many rows of the scope, newest first. */
+  historyPage(skuId: string, scopeLocationId: string | null, after: HistoryKey | null, limit: number, offset?: number): HistoryPage {
     const sku = this.sku(skuId);
     const scope = this.scope(scopeLocationId);
     const rows = sku.rows;
     // Rows are chronological; the endpoint walks backwards from just before the cursor.
     let i = after ? insertionIndex(rows, { t: after.t, seq: after.s }) - 1 : rows.length - 1;
+    for (let skip = offset ?? 0; skip > 0 && i >= 0; i--) if (scope.mask[rows[i]!.leaf]) skip--;
+    const skipped = offset ?? 0;
     const items: HistoryRowIn[] = [];
     let last: Row | null = null;
     for (; i >= 0 && items.length < limit; i--) {
@@ -287,7 +296,7 @@ export class SimModel {
     }
     let more = false;
     for (; i >= 0 && !more; i--) more = scope.mask[rows[i]!.leaf] === 1;
-    return { items, nextAfter: more && last ? { t: last.t, s: last.seq } : null };
+    return { items, nextAfter: more && last ? { t: last.t, s: last.seq } : null, nextOffset: more && last ? skipped + items.length : null };
   }
 
   /** Everything a mirror should end up holding, rendered by the endpoints' own code. */

@@ -64,14 +64,23 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
     options: { variance: { emptyPages: true } },
   },
   "summary-first-page": { about: "the list's locations and summary are sent on the first page only, left out of pages fetched with a cursor", options: { variance: { summaryOnce: true } } },
+  "offset-cursors": {
+    about: "cursors hold an offset, not a keyset position: a write ahead of a walk's position shifts its next page (a row or SKU twice, or skipped)",
+    options: { variance: { cursorPosition: "offset" } },
+  },
+  "live-writes": {
+    about:
+      "writes land mid-walk: a new movement right after the first page of 20 SKUs' history walks, the first listed SKU removed after a list page fetched with a cursor (twice); with offset-cursors, pages shift",
+    options: { liveWrites: { history: 20, listRemovals: 2 } },
+  },
   // ---- bundles of the above, so one end-to-end run covers several open points ----
   "order-variance": {
     about: "list-shuffled + children-first: nothing arrives in id or tree order",
     options: { variance: { listOrder: "shuffled", locationOrder: "children-first", detailOrder: "reverse" } },
   },
   "paging-variance": {
-    about: "url-hostile-cursors + last-cursor-absent + short-pages (5 per page) + empty-pages + summary-first-page",
-    options: { variance: { cursorStyle: "url-hostile", lastCursor: "absent", maxPageSize: 5, emptyPages: true, summaryOnce: true } },
+    about: "url-hostile-cursors + offset-cursors + last-cursor-absent + short-pages (5 per page) + empty-pages + summary-first-page",
+    options: { variance: { cursorStyle: "url-hostile", cursorPosition: "offset", lastCursor: "absent", maxPageSize: 5, emptyPages: true, summaryOnce: true } },
   },
   "shape-variance": {
     about: "omit-nulls + extra-fields + last-cursor-empty",
@@ -83,7 +92,7 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
   },
   "all-variance": {
     about:
-      "every variance option above at once (shuffled list, url-hostile cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor, decimal quantities, upper-case ids, empty first pages, summaries on the first page only)",
+      "every variance option above at once (shuffled list, url-hostile offset cursors, no nulls, extra fields, zero roots out, zero leaves in, other kinds and errors, short pages, empty last cursor, decimal quantities, upper-case ids, empty first pages, summaries on the first page only)",
     options: {
       variance: {
         listOrder: "shuffled",
@@ -91,6 +100,7 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
         detailOrder: "reverse",
         lastCursor: "empty",
         cursorStyle: "url-hostile",
+        cursorPosition: "offset",
         nulls: "omit",
         extraFields: true,
         zeroRoots: "omit",

@@ -32,6 +32,7 @@ import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
 import { hostileBody, type HostileTextOptions } from "./hostile-text.js";
 import { EndlessCursors, type EndlessCursorOptions } from "./hostile-cursor.js";
+import { LiveWrites, type LiveWrite, type LiveWriteOptions, type ServedPage } from "./live-writes.js";
 import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -68,6 +69,8 @@ export interface SimServerOptions {
   hostileText?: HostileTextOptions;
   /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
   endlessCursors?: EndlessCursorOptions;
+  /** Writes that land between the pages of a walk (live-writes.ts). */
+  liveWrites?: LiveWriteOptions;
 }
 
 export class SimServer {
@@ -91,6 +94,7 @@ export class SimServer {
   readonly shaper: Shaper;
   private readonly hostileText: HostileTextOptions | null;
   private readonly endless: EndlessCursors | null;
+  private live: LiveWrites | null;
 
   constructor(o: SimServerOptions) {
     this.model = o.model;
@@ -100,6 +104,7 @@ export class SimServer {
     this.shaper = new Shaper(o.variance, o.model);
     this.hostileText = o.hostileText ?? null;
     this.endless = o.endlessCursors ? new EndlessCursors(o.endlessCursors) : null;
+    this.live = o.liveWrites ? new LiveWrites(o.liveWrites, o.model) : null;
     o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed));
     // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
     const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
@@ -128,6 +133,17 @@ export class SimServer {
         this.stats.connectionClosed();
       });
     });
+  }
+
+  /** Writes to land between the pages of walks from now on (a fresh budget), or none. */
+  setLiveWrites(o: LiveWriteOptions | null): void {
+    const made = this.live?.made ?? [];
+    this.live = o ? new LiveWrites(o, this.model, made) : null;
+  }
+
+  /** The writes live writes made so far, oldest first. */
+  liveWritesMade(): ReadonlyArray<LiveWrite> {
+    return [...(this.live?.made ?? [])];
   }
 
   listen(host: string, port: number): Promise<number> {
@@ -274,6 +290,7 @@ export class SimServer {
       const endless = this.endless?.applies(route.endpoint, route.skuId ?? null) ? this.endless : null;
       let body: unknown = handleApi(this.model, this.cursors, route, endless ? endless.query(url.searchParams) : url.searchParams, this.shaper);
       if (endless) body = endless.page(body);
+      else if (this.live) this.live.afterPage(servedPage(route, url, body));
       body = this.shaper.response(route.endpoint, body, url.searchParams.get("scopeLocationId")?.toLowerCase() ?? null, !!url.searchParams.get("cursor"));
       if (this.hostileText) body = hostileBody(body, this.hostileText, req.headers.authorization);
       return { status: 200, body };
@@ -533,4 +550,17 @@ async function readJson(req: IncomingMessage): Promise<unknown> {
   } catch {
     throw new ConfigError("body is not valid JSON");
   }
+}
+
+/** A page as live writes see it (the model's own answer, before the shaper). */
+function servedPage(route: Route, url: URL, body: unknown): ServedPage {
+  const b = body as { page?: { nextCursor?: string | null }; items?: Array<{ locationId?: string }> };
+  const paged = route.endpoint === "list" || route.endpoint === "history";
+  return {
+    endpoint: route.endpoint === "history" ? "history" : "list",
+    skuId: route.skuId?.toLowerCase() ?? null,
+    hasCursor: !!url.searchParams.get("cursor"),
+    morePages: paged && typeof b.page?.nextCursor === "string",
+    firstLeafId: route.endpoint === "history" ? (b.items?.[0]?.locationId ?? null) : null,
+  };
 }

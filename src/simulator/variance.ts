@@ -19,7 +19,7 @@
  *   in upper case).
  */
 import { createHash } from "node:crypto";
-import { CursorCodec, type CursorEndpoint, type HistoryKey, type ListKey } from "./cursor.js";
+import { CursorCodec, type CursorEndpoint, type HistoryKey, type ListKey, type OffsetKey } from "./cursor.js";
 import type { EndpointName } from "../core/defaults.js";
 import type { Paging } from "./api.js";
 import type { DetailLocationIn, DetailResponseIn, GroundTruth, GroundTruthSku, HistoryRowIn, ListItemIn, ListResponseIn, LocationNodeIn } from "./types.js";
@@ -35,6 +35,13 @@ export interface VarianceOptions {
   lastCursor?: "null" | "absent" | "empty" | "no-page";
   /** Cursor text: base64url (default) or text with characters a URL must encode (`+/=&?%# ` and non-ASCII). */
   cursorStyle?: "opaque" | "url-hostile";
+  /**
+   * What a cursor holds: a keyset position (default: the last item's key, so a walk stays right
+   * while the data changes under it) or an offset (how many items came before the next page): a
+   * write landing ahead of the position shifts the next page, so an item or row comes twice
+   * (added ahead) or is skipped (removed ahead). The same data while nothing changes. Presentation.
+   */
+  cursorPosition?: "keyset" | "offset";
   /** Null-valued fields: sent as null (default) or left out (every nullable key, nested too). */
   nulls?: "send" | "omit";
   /** Unknown extra fields on every object: top level, items, nested objects, history rows, error bodies. */
@@ -82,6 +89,7 @@ const DEFAULT_VARIANCE: ResolvedVariance = {
   detailOrder: "id",
   lastCursor: "null",
   cursorStyle: "opaque",
+  cursorPosition: "keyset",
   nulls: "send",
   extraFields: false,
   zeroRoots: "send",
@@ -101,6 +109,7 @@ const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
   detailOrder: ["id", "reverse"],
   lastCursor: ["null", "absent", "empty", "no-page"],
   cursorStyle: ["opaque", "url-hostile"],
+  cursorPosition: ["keyset", "offset"],
   nulls: ["send", "omit"],
   extraFields: [true, false],
   zeroRoots: ["send", "omit"],
@@ -150,16 +159,16 @@ const HOSTILE_TAIL = "&n=+/ %?#é";
 
 /** A cursor codec whose tokens carry characters a URL must encode; decodes only its own form. */
 export class HostileCursorCodec extends CursorCodec {
-  override encode(e: "list", f: string, k: ListKey): string;
-  override encode(e: "history", f: string, k: HistoryKey): string;
-  override encode(e: CursorEndpoint, f: string, k: ListKey | HistoryKey): string {
+  override encode(e: "list", f: string, k: ListKey | OffsetKey): string;
+  override encode(e: "history", f: string, k: HistoryKey | OffsetKey): string;
+  override encode(e: CursorEndpoint, f: string, k: ListKey | HistoryKey | OffsetKey): string {
     const inner = super.encode(e as "list", f, k as ListKey);
     // Standard base64 (with + / =) of the signed token, framed by & ? % # space and a non-ASCII letter.
     return `${HOSTILE_HEAD}${Buffer.from(inner).toString("base64")}${HOSTILE_TAIL}`;
   }
-  override decode(token: string, e: "list", f: string): ListKey | null;
-  override decode(token: string, e: "history", f: string): HistoryKey | null;
-  override decode(token: string, e: CursorEndpoint, f: string): ListKey | HistoryKey | null {
+  override decode(token: string, e: "list", f: string): ListKey | OffsetKey | null;
+  override decode(token: string, e: "history", f: string): HistoryKey | OffsetKey | null;
+  override decode(token: string, e: CursorEndpoint, f: string): ListKey | HistoryKey | OffsetKey | null {
     if (!token.startsWith(HOSTILE_HEAD) || !token.endsWith(HOSTILE_TAIL)) return null;
     const b64 = token.slice(HOSTILE_HEAD.length, token.length - HOSTILE_TAIL.length);
     if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) return null;
@@ -216,6 +225,11 @@ export class Shaper implements Paging {
   /** The page size the server serves for a requested `limit` (Paging, api.ts). */
   size(limit: number): number {
     return this.v.maxPageSize === null ? limit : Math.min(limit, this.v.maxPageSize);
+  }
+
+  /** Do cursors carry an offset instead of a keyset position? (Paging, api.ts) */
+  get byOffset(): boolean {
+    return this.v.cursorPosition === "offset";
   }
 
   /** Does a walk of `endpoint` (history: of SKU `skuId`, lower case) start with an empty page whose cursor leads to the real first page? (Paging, api.ts) */

@@ -8,4 +8,4 @@
  * reads in src/store/mirror-rows.ts); test/bench/truth.test.ts checks that it sees each
  * kind of difference.
  */
-export { diffAgainstTruth, multisetMinus, tableCounts } from "../../src/bench/truth.js";
+export { diffAgainstTruth, historyNotInTruth, multisetMinus, tableCounts } from "../../src/bench/truth.js";

@@ -10,6 +10,7 @@ import { DetailResponse, HistoryResponse, HistoryRow, ListResponse, LocationsRes
 import { startSimulator, type GroundTruth, type RunningSimulator, type VarianceOptions } from "../../src/simulator/index.js";
 import { profileOptions } from "../../src/simulator/profiles.js";
 import { emptyFirstHistoryPage, Shaper } from "../../src/simulator/variance.js";
+import { LiveWrites } from "../../src/simulator/live-writes.js";
 import { unexplainedLeaves } from "../../src/sync/history-check.js";
 import { API, get, walkHistory, walkList } from "./helpers.js";
 
@@ -321,5 +322,65 @@ describe("all four at once (all-variance's data options)", () => {
       expect((await get(sim, `${API}/inventory-status/${s.item.id}`)).body).toEqual(s.detail);
       expect(await walkHistory(sim, s.item.id, null, 9)).toEqual(s.history);
     }
+  });
+});
+
+describe("cursorPosition: offset (presentation) and live writes", () => {
+  it("a static workspace walks the same by offset as by keyset: list and history, scoped too", async () => {
+    const sim = await serve({ cursorPosition: "offset" });
+    expect((await walkList(sim, {}, 7)).items).toEqual((await walkList(plain, {}, 7)).items);
+    const root = plainTruth.locations.find((l) => l.parentId === null)!.id;
+    expect((await walkList(sim, { scopeLocationId: root }, 9)).items).toEqual((await walkList(plain, { scopeLocationId: root }, 9)).items);
+    for (const s of plainTruth.skus.slice(0, 8)) {
+      expect(await walkHistory(sim, s.item.id, null, 6)).toEqual(s.history);
+      expect(await walkHistory(sim, s.item.id, root, 4)).toEqual(await walkHistory(plain, s.item.id, root, 4));
+    }
+    expect(sim.groundTruth()).toEqual(plainTruth);
+  });
+
+  /** The first two pages of a SKU's history at `limit`, with one live write allowed between them. */
+  async function twoPagesAcrossAWrite(position: "offset" | "keyset", skuId: string, limit: number) {
+    const sim = await startSimulator({ seed: SEED, skus: SKUS, variance: { cursorPosition: position }, liveWrites: { history: 1 } });
+    started.push(sim);
+    const one = await get(sim, `${API}/inventory-status/${skuId}/history`, { limit });
+    const two = await get(sim, `${API}/inventory-status/${skuId}/history`, { limit, cursor: one.body.page.nextCursor });
+    return { sim, one: one.body.items as unknown[], two: two.body.items as unknown[] };
+  }
+
+  it("a row landing at the top between two history pages: by offset the next page begins with the last row again, by keyset it does not", async () => {
+    const s = plainTruth.skus.find((t) => t.history.length > 12)!;
+    const byOffset = await twoPagesAcrossAWrite("offset", s.item.id, 6);
+    expect(byOffset.sim.liveWritesMade()).toEqual([{ kind: "history-row", skuId: s.item.id }]);
+    expect(byOffset.one).toEqual(s.history.slice(0, 6));
+    expect(byOffset.two[0]).toEqual(byOffset.one[5]);
+    expect(byOffset.two.slice(1)).toEqual(s.history.slice(6, 11));
+    // The write is in the ground truth: the SKU's newest row now.
+    expect(
+      byOffset.sim
+        .groundTruth()
+        .skus.find((t) => t.item.id === s.item.id)!
+        .history.slice(1),
+    ).toEqual(s.history);
+    const byKeyset = await twoPagesAcrossAWrite("keyset", s.item.id, 6);
+    expect(byKeyset.two).toEqual(s.history.slice(6, 12));
+  });
+
+  it("a SKU removed ahead of a list walk's position: by offset the walk skips one SKU it never removed; the removal is in ground truth", async () => {
+    const sim = await startSimulator({ seed: SEED, skus: SKUS, variance: { cursorPosition: "offset" }, liveWrites: { listRemovals: 1 } });
+    started.push(sim);
+    const before = plain.listOrder();
+    const ids = (await walkList(sim, {}, 5)).items.map((i: { id: string }) => i.id);
+    const [removal] = sim.liveWritesMade();
+    expect(removal).toEqual({ kind: "list-removal", skuId: before[0] });
+    // Removed after the second page was served: the third page starts one SKU late.
+    expect(ids).toEqual(before.filter((_, i) => i !== 10));
+    expect(sim.groundTruth().skus.map((t) => t.item.id)).toEqual(before.slice(1));
+  });
+
+  it("live writes are refused when not a whole number, and each SKU gets one history write", () => {
+    expect(() => new LiveWrites({ history: -1 }, plain.model)).toThrow(/liveWrites.history must be an integer >= 0/);
+    expect(() => new LiveWrites({ listRemovals: 0.5 }, plain.model)).toThrow(/liveWrites.listRemovals/);
+    expect(profileOptions(["offset-cursors"]).variance).toEqual({ cursorPosition: "offset" });
+    expect(profileOptions(["paging-variance"]).variance).toMatchObject({ cursorPosition: "offset" });
   });
 });

@@ -1,0 +1,82 @@
+/**
+ * Writes that land while a client walks: a busy workspace, where stock moves between one page
+ * of a walk and the next. The API document says nothing of how a walk sees such a write; with
+ * keyset cursors (the simulator's default) a row or SKU added or removed ahead of the position
+ * changes nothing after it, but with offset cursors (`variance.cursorPosition: "offset"`) the next
+ * page shifts: a row added at the top of a history walk comes back as the first row of the next
+ * page (twice in the walk, looking like an identical copy), a SKU removed from the list ahead of
+ * the position makes the next page skip one SKU (missing from a walk that saw it exist).
+ *
+ * Each write is spent once; a budget of 0 (the default) writes nothing. The model takes every
+ * write, so ground truth follows them.
+ */
+import type { SimModel } from "./model.js";
+
+export interface LiveWriteOptions {
+  /** How many history walks (of as many SKUs, one write each) get a new movement (the SKU's newest row) right after their first page, when more pages follow. */
+  history?: number;
+  /** How many list walks lose the first SKU of the list's order right after a page fetched with a cursor, when more pages follow. */
+  listRemovals?: number;
+}
+
+/** What a page served looked like, for deciding whether a write lands after it. */
+export interface ServedPage {
+  endpoint: "list" | "history";
+  /** Lower case; for history. */
+  skuId: string | null;
+  hasCursor: boolean;
+  morePages: boolean;
+  /** The leaf of the page's first history row, if any. */
+  firstLeafId: string | null;
+}
+
+/** One write made: a new history row of a SKU, or a SKU removed from the list. */
+export interface LiveWrite {
+  kind: "history-row" | "list-removal";
+  /** Lower case. */
+  skuId: string;
+}
+
+export class LiveWrites {
+  private history: number;
+  private listRemovals: number;
+  constructor(
+    opts: LiveWriteOptions,
+    private readonly model: SimModel,
+    /** Writes made so far, newest last (for tests: which SKUs, which kind); a SKU gets one history write in all. */
+    readonly made: LiveWrite[] = [],
+  ) {
+    this.history = nonNegative("history", opts.history ?? 0);
+    this.listRemovals = nonNegative("listRemovals", opts.listRemovals ?? 0);
+  }
+
+  /** Called after a page was served: a write may land before the client asks for the next. */
+  afterPage(p: ServedPage): void {
+    if (!p.morePages) return;
+    if (p.endpoint === "history" && !p.hasCursor && p.skuId !== null && this.history > 0 && !this.made.some((w) => w.skuId === p.skuId)) {
+      const leaf = this.leafFor(p.firstLeafId);
+      if (leaf === null) return;
+      this.model.movement(p.skuId, leaf, 1);
+      this.history--;
+      this.made.push({ kind: "history-row", skuId: p.skuId });
+    } else if (p.endpoint === "list" && p.hasCursor && this.listRemovals > 0) {
+      const first = this.model.listOrderIds()[0];
+      if (first === undefined) return;
+      this.model.removeSku(first);
+      this.listRemovals--;
+      this.made.push({ kind: "list-removal", skuId: first });
+    }
+  }
+
+  /** The page's own leaf when it is active, else the workspace's first active leaf. */
+  private leafFor(firstLeafId: string | null): string | null {
+    const active = this.model.activeLeafIds();
+    if (firstLeafId !== null && active.includes(firstLeafId)) return firstLeafId;
+    return active[0] ?? null;
+  }
+}
+
+function nonNegative(name: string, n: number): number {
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`liveWrites.${name} must be an integer >= 0, got ${JSON.stringify(n)}`);
+  return n;
+}
