@@ -7,6 +7,7 @@ import type { DetailResponse, HistoryRow, ListResponse } from "../core/api-schem
 import { DEFAULTS } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { ApiClient } from "../client/api-client.js";
+import { createHash } from "node:crypto";
 
 export interface ListPage {
   /** The cursor this page was requested with (null = first page). */
@@ -159,6 +160,12 @@ function checkDetailFor(skuId: string, detail: DetailResponse): DetailResponse {
 /**
  * A SKU's detail and history, as one unit (nothing is written until all of it is here).
  * `enough(rowsSoFar)` lets an incremental sync stop paging once it has reached stored rows.
+ *
+ * A page that begins with the rows the page before ended with is walked again, detail and all:
+ * a server whose cursors hold an offset shifts its next page when a write lands at the top of the
+ * history mid-walk, and the repeated rows would be stored as identical copies the server does not
+ * have (docs/server-variance.md, cursor position). Rows really identical across a page boundary
+ * repeat the same way on the next walk, so a walk that meets an overlap it met before goes on.
  */
 export async function fetchSku(
   client: ApiClient,
@@ -166,22 +173,33 @@ export async function fetchSku(
   opts: { historyLimit: number; enough?: (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean; detail?: DetailResponse },
   signal: AbortSignal,
 ): Promise<FetchedSku> {
-  const detail = checkDetailFor(skuId, opts.detail ?? (await client.detail(skuId, signal)));
-  for (let attempt = 0; ; attempt++) {
+  let detail = checkDetailFor(skuId, opts.detail ?? (await client.detail(skuId, signal)));
+  let requests = opts.detail ? 0 : 1;
+  let restarts = 0;
+  const overlaps = new PageOverlaps();
+  for (;;) {
     const history: HistoryRow[] = [];
-    let requests = 1;
     let release: (() => void) | null = null;
     try {
+      let previous: HistoryRow[] = [];
       for await (const rows of walkHistory(client, skuId, { limit: opts.historyLimit }, signal)) {
         requests++;
+        overlaps.check(history, previous, rows);
         history.push(...rows);
+        if (rows.length > 0) previous = rows;
         if (opts.enough?.(history, rows)) return { detail, history, requests, complete: false };
         // Past a long history, one SKU at a time: every worker may hold a short one, only one a long one.
         if (release === null && history.length >= DEFAULTS.longHistoryRows) release = await longHistorySlot.acquire(signal);
       }
       return { detail, history, requests, complete: true };
     } catch (err) {
-      if (err instanceof HistoryRestart && attempt < MAX_WALK_RESTARTS) continue;
+      if (err instanceof HistoryShifted) {
+        // The write that shifted the pages changed the detail too: both again, as one unit.
+        detail = checkDetailFor(skuId, await client.detail(skuId, signal));
+        requests++;
+        continue;
+      }
+      if (err instanceof HistoryRestart && restarts++ < MAX_WALK_RESTARTS) continue;
       if (err instanceof HistoryRestart) {
         throw new ApiError(`history (SKU ${skuId}): the server kept rejecting its own cursors`, { kind: "invalid-response", endpoint: "history" });
       }
@@ -190,6 +208,51 @@ export async function fetchSku(
       release?.();
     }
   }
+}
+
+/** How many times one SKU's walk starts again for a new page overlap before it takes what it has (a SKU written to without pause). */
+const MAX_SHIFT_REWALKS = 2;
+
+/** Thrown when a page began with the rows the page before ended with, an overlap no walk of this SKU met before. */
+class HistoryShifted extends Error {
+  override name = "HistoryShifted";
+}
+
+/** The page overlaps one SKU's walks met: where (the rows up to and including the page) and how many rewalks they caused. */
+class PageOverlaps {
+  private readonly met = new Set<string>();
+  private rewalks = 0;
+
+  /** Throws HistoryShifted when `page` begins with the rows `previous` ended with and this overlap is new. */
+  check(before: readonly HistoryRow[], previous: readonly HistoryRow[], page: readonly HistoryRow[]): void {
+    if (pageOverlap(previous, page) === 0) return;
+    const at = createHash("sha1");
+    for (const r of before) at.update(JSON.stringify(r));
+    for (const r of page) at.update(JSON.stringify(r));
+    const where = at.digest("hex");
+    if (this.met.has(where) || this.rewalks >= MAX_SHIFT_REWALKS) return;
+    this.met.add(where);
+    this.rewalks++;
+    throw new HistoryShifted();
+  }
+}
+
+/**
+ * How many rows `page` begins with that `previous` ended with, in the same order (0: none). Rows are
+ * compared on every documented field; only rows sharing the first row's `occurredAt` are candidates.
+ */
+export function pageOverlap(previous: readonly HistoryRow[], page: readonly HistoryRow[]): number {
+  const head = page[0];
+  if (head === undefined) return 0;
+  const same = (a: HistoryRow, b: HistoryRow) => a.occurredAt === b.occurredAt && JSON.stringify(a) === JSON.stringify(b);
+  for (let i = 0; i < previous.length; i++) {
+    const n = previous.length - i;
+    if (n > page.length || !same(previous[i]!, head)) continue;
+    let all = true;
+    for (let t = 1; t < n && all; t++) all = same(previous[i + t]!, page[t]!);
+    if (all) return n;
+  }
+  return 0;
 }
 
 /**
