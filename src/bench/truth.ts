@@ -87,15 +87,18 @@ export function diffAgainstTruth(dbPath: string, truth: GroundTruth): string[] {
 }
 
 /**
- * History rows the mirror holds that the server does not (a multiset difference per SKU: a copy the
- * server has once, stored twice, counts), whatever the mirror still lacks. Empty: nothing invented.
+ * History rows the mirror holds that the server does not, for the SKUs both have (a multiset
+ * difference per SKU: a copy the server has once, stored twice, counts), whatever the mirror still
+ * lacks. A SKU the server removed since is left out: its rows were real. Empty: nothing invented.
  */
 export function historyNotInTruth(dbPath: string, truth: GroundTruth): Array<{ skuId: string; extra: number }> {
   const want = new Map(truth.skus.map((t) => [t.item.id, (t.history as Row[]).map(historyTuple)]));
   return readMirrorRows(dbPath, (rows) =>
     rows.skus().flatMap((s) => {
       const id = s.id as string;
-      const extra = multisetMinus(rows.history(id).map(storedHistoryTuple), want.get(id) ?? []).length;
+      const server = want.get(id);
+      if (server === undefined) return [];
+      const extra = multisetMinus(rows.history(id).map(storedHistoryTuple), server).length;
       return extra > 0 ? [{ skuId: id, extra }] : [];
     }),
   );

@@ -57,7 +57,7 @@ export interface SimulatorOptions extends ModelOptions {
   hostileText?: HostileTextOptions;
   /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
   endlessCursors?: EndlessCursorOptions;
-  /** Writes that land between the pages of a walk: a new history row after a first page, a SKU removed ahead of a list walk (live-writes.ts). */
+  /** Writes that land between the pages of a walk: a new history row after a first page, a SKU removed ahead of a list walk or during its own history walk (live-writes.ts). */
   liveWrites?: LiveWriteOptions;
   /** Every API response leaves this many ms after its request arrived (default 0; server.ts says why after the quota). */
   latencyMs?: number;

@@ -5,7 +5,8 @@
  * changes nothing after it, but with offset cursors (`variance.cursorPosition: "offset"`) the next
  * page shifts: a row added at the top of a history walk comes back as the first row of the next
  * page (twice in the walk, looking like an identical copy), a SKU removed from the list ahead of
- * the position makes the next page skip one SKU (missing from a walk that saw it exist).
+ * the position makes the next page skip one SKU (missing from a walk that saw it exist). And a
+ * SKU may be removed while its own history is walked: the next page answers 404.
  *
  * Each write is spent once; a budget of 0 (the default) writes nothing. The model takes every
  * write, so ground truth follows them.
@@ -17,6 +18,8 @@ export interface LiveWriteOptions {
   history?: number;
   /** How many list walks lose the first SKU of the list's order right after a page fetched with a cursor, when more pages follow. */
   listRemovals?: number;
+  /** How many SKUs are removed right after the first page of their history walk, when more pages follow (the next page answers 404). */
+  historyRemovals?: number;
 }
 
 /** What a page served looked like, for deciding whether a write lands after it. */
@@ -32,7 +35,7 @@ export interface ServedPage {
 
 /** One write made: a new history row of a SKU, or a SKU removed from the list. */
 export interface LiveWrite {
-  kind: "history-row" | "list-removal";
+  kind: "history-row" | "list-removal" | "history-removal";
   /** Lower case. */
   skuId: string;
 }
@@ -40,6 +43,7 @@ export interface LiveWrite {
 export class LiveWrites {
   private history: number;
   private listRemovals: number;
+  private historyRemovals: number;
   constructor(
     opts: LiveWriteOptions,
     private readonly model: SimModel,
@@ -48,12 +52,17 @@ export class LiveWrites {
   ) {
     this.history = nonNegative("history", opts.history ?? 0);
     this.listRemovals = nonNegative("listRemovals", opts.listRemovals ?? 0);
+    this.historyRemovals = nonNegative("historyRemovals", opts.historyRemovals ?? 0);
   }
 
   /** Called after a page was served: a write may land before the client asks for the next. */
   afterPage(p: ServedPage): void {
     if (!p.morePages) return;
-    if (p.endpoint === "history" && !p.hasCursor && p.skuId !== null && this.history > 0 && !this.made.some((w) => w.skuId === p.skuId)) {
+    if (p.endpoint === "history" && !p.hasCursor && p.skuId !== null && this.historyRemovals > 0) {
+      this.model.removeSku(p.skuId);
+      this.historyRemovals--;
+      this.made.push({ kind: "history-removal", skuId: p.skuId });
+    } else if (p.endpoint === "history" && !p.hasCursor && p.skuId !== null && this.history > 0 && !this.made.some((w) => w.skuId === p.skuId)) {
       const leaf = this.leafFor(p.firstLeafId);
       if (leaf === null) return;
       this.model.movement(p.skuId, leaf, 1);

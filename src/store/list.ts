@@ -175,6 +175,9 @@ function prepareList(db: DB) {
 
     missSkus: p(`UPDATE skus SET missed_walks = missed_walks + 1
       WHERE deleted_at IS NULL AND id IN (SELECT sku_id FROM sku_sync WHERE listed_walk_id IS NOT ? )`),
+    deletionSuspects: p(`SELECT k.id FROM skus k JOIN sku_sync s ON s.sku_id = k.id
+      WHERE k.deleted_at IS NULL AND s.listed_walk_id IS NOT ? AND k.missed_walks + 1 >= ? ORDER BY k.id`),
+    spareSku: p("UPDATE skus SET missed_walks = min(missed_walks, ? - 1) WHERE id = ?"),
     deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ? RETURNING id`),
     unqueueDeleted: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id IN (SELECT id FROM skus WHERE deleted_at IS NOT NULL)`),
     setSkusDeleted: p("UPDATE sync_runs SET skus_deleted = ? WHERE id = ?"),
@@ -256,19 +259,36 @@ export class ListWriter {
    * must not leave list_done set with the walk's deletions not applied, since a resumed run
    * skips the list walk.
    */
-  saveLastPage<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>, deleteAfterMisses: number): { queued: Array<Queued<R>>; deleted: number } {
+  saveLastPage<R extends string>(
+    run: RunState,
+    items: ListItem[],
+    decide: PlanDecision<R>,
+    deleteAfterMisses: number,
+    spared: ReadonlySet<string> = new Set(),
+  ): { queued: Array<Queued<R>>; deleted: number } {
     return this.db.transaction(() => {
       const queued = this.savePage(run, items, null, decide);
-      return { queued, deleted: this.finishListWalk(run, deleteAfterMisses) };
+      return { queued, deleted: this.finishListWalk(run, deleteAfterMisses, spared) };
     })();
   }
 
   /**
-   * After a complete list walk: SKUs the walk did not return get one more miss, and
-   * those at `deleteAfterMisses` are marked deleted (history and last quantities stay).
+   * The SKUs the end of this walk would mark deleted if the last page (`lastPage`, not saved yet)
+   * does not list them: not listed by the walk so far, one miss short of `deleteAfterMisses`.
    */
-  private finishListWalk(run: RunState, deleteAfterMisses: number): number {
+  deletionSuspects(run: RunState, lastPage: readonly ListItem[], deleteAfterMisses: number): string[] {
+    const onLastPage = new Set(lastPage.map((i) => i.id));
+    return (this.s.deletionSuspects.all(run.walkId, deleteAfterMisses) as Array<{ id: string }>).map((r) => r.id).filter((id) => !onLastPage.has(id));
+  }
+
+  /**
+   * After a complete list walk: SKUs the walk did not return get one more miss, and
+   * those at `deleteAfterMisses` are marked deleted (history and last quantities stay),
+   * except `spared` ones (their detail still answered): one miss short of it.
+   */
+  private finishListWalk(run: RunState, deleteAfterMisses: number, spared: ReadonlySet<string>): number {
     this.s.missSkus.run(run.walkId);
+    for (const id of spared) this.s.spareSku.run(deleteAfterMisses, id);
     const now = iso();
     const gone = this.s.deleteMissedSkus.all(now, deleteAfterMisses) as Array<{ id: string }>;
     for (const { id } of gone) this.outbox.row(run.id, now, "sku", id, null, { deleted_at: null }, { deleted_at: now });

@@ -308,13 +308,14 @@ export class SkuWriter {
     })();
   }
 
-  /** The server says the SKU does not exist (404 on detail): it is gone, not failed. */
-  skuVanished(runId: number, skuId: string): void {
+  /** The server says the SKU does not exist (404 on detail, or on history then detail): it is gone, not failed. */
+  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): void {
     this.db.transaction(() => {
       const now = iso();
       this.s.skuVanished.run(skuId);
       if (this.s.markSkuDeleted.run(now, skuId).changes) this.outbox.row(runId, now, "sku", skuId, null, { deleted_at: null }, { deleted_at: now });
-      this.journal(runId, { kind: "sku_vanished", skuId, endpoint: "detail", status: 404, message: "listed, but detail answered 404: marked deleted" });
+      const message = via === "detail" ? "listed, but detail answered 404: marked deleted" : "listed, but its history answered 404 and so did its detail, asked again: marked deleted";
+      this.journal(runId, { kind: "sku_vanished", skuId, endpoint: via, status: 404, message });
     })();
   }
 

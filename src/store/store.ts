@@ -106,9 +106,13 @@ export class Store {
   savePage<R extends string>(run: RunState, items: ListItem[], nextCursor: string | null, decide: PlanDecision<R>): Array<Queued<R>> {
     return this.list.savePage(run, items, nextCursor, decide);
   }
-  /** The last list page and the end of the walk (misses, deletions) as one unit. */
-  saveLastPage<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>, deleteAfterMisses: number): { queued: Array<Queued<R>>; deleted: number } {
-    return this.list.saveLastPage(run, items, decide, deleteAfterMisses);
+  /** The last list page and the end of the walk (misses, deletions but the `spared`) as one unit. */
+  saveLastPage<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>, deleteAfterMisses: number, spared?: ReadonlySet<string>): { queued: Array<Queued<R>>; deleted: number } {
+    return this.list.saveLastPage(run, items, decide, deleteAfterMisses, spared);
+  }
+  /** SKUs the end of this walk would mark deleted unless its last page lists them (ListWriter.deletionSuspects). */
+  deletionSuspects(run: RunState, lastPage: readonly ListItem[], deleteAfterMisses: number): string[] {
+    return this.list.deletionSuspects(run, lastPage, deleteAfterMisses);
   }
   /** The run's snapshot of the list's root summaries and overall summary (replaces an earlier one of the run). */
   saveSnapshot(runId: number, roots: ListResponse["locations"], summary: ListResponse["summary"]): void {
@@ -147,9 +151,9 @@ export class Store {
   skuFailed(runId: number, skuId: string, endpoint: string | null, status: number | null, message: string): void {
     this.sku.skuFailed(runId, skuId, endpoint, status, message);
   }
-  /** The server says the SKU does not exist (404 on detail): it is gone, not failed. */
-  skuVanished(runId: number, skuId: string): void {
-    this.sku.skuVanished(runId, skuId);
+  /** The server says the SKU does not exist (404 on detail, or on history then detail): it is gone, not failed. */
+  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): void {
+    this.sku.skuVanished(runId, skuId, via);
   }
   /** The stored history of a SKU, newest first, as much as a replay needs. */
   replayRows(skuId: string): StoredReplayRow[] {

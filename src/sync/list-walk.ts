@@ -5,6 +5,7 @@
  */
 import { DEFAULTS } from "../core/defaults.js";
 import { walkList, type ListPage } from "./walker.js";
+import { confirmGone } from "./sku-work.js";
 import { queueReverification } from "./reverify.js";
 import type { RunContext } from "./run-context.js";
 import type { Planner } from "./planner.js";
@@ -61,15 +62,17 @@ async function walkListPages(ctx: RunContext): Promise<boolean> {
  * with the walk's deletions not applied, since a resumed run skips the list walk. `deleted`
  * is null before the last page.
  */
-function savePlannedPage(store: Store, run: RunState, page: ListPage, planner: Planner, deleteAfterMisses: number) {
+function savePlannedPage(store: Store, run: RunState, page: ListPage, planner: Planner, deleteAfterMisses: number, spared: ReadonlySet<string>) {
   if (page.nextCursor !== null) return { queued: store.savePage(run, page.items, page.nextCursor, planner.reason), deleted: null };
-  return store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses);
+  return store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses, spared);
 }
 
 /** One page saved with the planner's decisions, then the SKUs it planned fed to the workers. */
 async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> {
   const { store, run, tally } = ctx;
-  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, ctx.deleteAfterMisses));
+  // Before the last page ends the walk, the SKUs it would mark deleted are asked for (one request each).
+  const spared = page.nextCursor === null ? await spareListedElsewhere(ctx, page) : new Set<string>();
+  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, ctx.deleteAfterMisses, spared));
   if (deleted !== null) tally.deleted = deleted;
   tally.listed += page.items.length;
   tally.planned += queued.length;
@@ -78,4 +81,30 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> 
     tally.plan[q.reason]++;
     await ctx.feed.offer(q.id, false, q.reason === "repolled");
   }
+}
+
+/** Detail requests in flight at once while confirming deletions (the scheduler paces them; this bounds the promises). */
+const CONFIRM_BATCH = 32;
+
+/**
+ * Before the end of a walk marks SKUs deleted, each one's detail is asked (one request per
+ * deletion): a 404 confirms it. A SKU whose detail still answers was skipped by the walk, not
+ * removed (a server paging by offset skips an item when one ahead of the position is removed
+ * mid-walk, docs/server-variance.md): it is spared, one miss short of deletion, and the next
+ * walk asks again if it is still missing. One whose detail cannot be had now is spared too.
+ */
+async function spareListedElsewhere(ctx: RunContext, lastPage: ListPage): Promise<Set<string>> {
+  const suspects = ctx.store.deletionSuspects(ctx.run, lastPage.items, ctx.deleteAfterMisses);
+  const spared = new Set<string>();
+  for (let i = 0; i < suspects.length; i += CONFIRM_BATCH) {
+    const batch = suspects.slice(i, i + CONFIRM_BATCH);
+    const outcomes = await Promise.all(batch.map((id) => confirmGone(ctx, id)));
+    for (const [k, gone] of outcomes.entries()) if (!gone) spared.add(batch[k]!);
+  }
+  for (const id of spared) {
+    const message = "not listed in this walk, but its detail still answers (or could not be had): not marked deleted; the next walk asks again if it is still missing";
+    ctx.store.journal(ctx.run.id, { kind: "info", endpoint: "list", skuId: id, message });
+    ctx.logger.warn({ skuId: id }, message);
+  }
+  return spared;
 }

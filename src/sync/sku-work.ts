@@ -18,8 +18,8 @@ import type { QueuedSku } from "./sku-feed.js";
 export type SkuResult =
   /** Fetched and committed; `detailOnly` when a re-poll's detail showed nothing new (one request, history not walked). */
   | { kind: "saved"; rowsAdded: number; detailOnly: boolean }
-  /** Its detail answered 404: the SKU is gone from the server. */
-  | { kind: "vanished" }
+  /** Its detail answered 404 (`via` history: its history did, and its detail, asked again, too): the SKU is gone from the server. */
+  | { kind: "vanished"; via?: "history" }
   /** It could not be fetched this time; it stays queued and the next run retries it. */
   | { kind: "failed"; error: ApiError }
   /** An error that ends the run (a refused key, quota wall, spent budget, unreachable server, a local error). */
@@ -50,7 +50,27 @@ async function syncSku(ctx: RunContext, sku: QueuedSku): Promise<SkuResult> {
   try {
     return await fetchAndSave(ctx, sku);
   } catch (err) {
-    return classifySkuError(err, ctx.stop.signal.aborted);
+    const result = classifySkuError(err, ctx.stop.signal.aborted);
+    // A SKU removed between its detail and its history: the history's 404 alone does not say so
+    // (a server may have no history for a SKU it has), its detail's does. One request, on this race only.
+    if (result.kind !== "failed" || result.error.endpoint !== "history" || result.error.status !== 404) return result;
+    try {
+      return (await confirmGone(ctx, sku.id)) ? { kind: "vanished", via: "history" } : result;
+    } catch (again) {
+      return classifySkuError(again, ctx.stop.signal.aborted);
+    }
+  }
+}
+
+/** True when the SKU's detail answers 404 (it is gone); an error that ends the run is thrown, any other answer is false. */
+export async function confirmGone(ctx: RunContext, skuId: string): Promise<boolean> {
+  try {
+    await fetchDetail(ctx.client, skuId, ctx.stop.signal);
+    return false;
+  } catch (err) {
+    const outcome = classifySkuError(err, ctx.stop.signal.aborted);
+    if (outcome.kind === "fatal") throw outcome.error;
+    return outcome.kind === "vanished";
   }
 }
 
@@ -104,7 +124,7 @@ function recordSkuResult(ctx: RunContext, skuId: string, result: SkuResult): boo
       tally.rowsAdded += result.rowsAdded;
       return true;
     case "vanished":
-      ctx.store.skuVanished(ctx.run.id, skuId);
+      ctx.store.skuVanished(ctx.run.id, skuId, result.via ?? "detail");
       return true;
     case "failed":
       recordFailure(ctx, skuId, result.error);

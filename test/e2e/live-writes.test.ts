@@ -1,0 +1,118 @@
+/**
+ * Writes that land while the mirror walks (docs/server-variance.md, cursor position). The API
+ * document does not say what a cursor holds: a server may page by keyset (the simulator's
+ * default) or by offset, and with offsets a new history row landing between two pages of a walk
+ * makes the next page begin with the rows the page before ended with. Stored as they come,
+ * those would be identical copies the server does not have, and history is a multiset.
+ *
+ * The list the same way: a SKU removed ahead of an offset walk's position makes the next page skip
+ * one SKU, which the end of the walk would mark deleted; its detail still answers, so it is not.
+ *
+ * The real CLI against the real simulator, pages of 8: new movements landing right after the first
+ * page of several SKUs' history walks, then a SKU removed between two list pages of a second full
+ * sync. No row the server does not have is stored, no SKU it has is marked deleted, and a full sync
+ * once the projections settled ends equal to ground truth row by row.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { runCli } from "../helpers/cli.js";
+import { diffAgainstTruth, historyNotInTruth } from "../helpers/ground-truth.js";
+import { lastRun, withDb } from "../helpers/mirror-state.js";
+
+const KEY = "sim_e2e_live_writes_1f2e3d4c5b6a79880716";
+const HISTORY_WRITES = 6;
+
+describe.each(["offset", "keyset"] as const)("history rows written mid-walk, cursors by %s", (cursorPosition) => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let db: string;
+
+  beforeAll(async () => {
+    sim = await startSimulator({
+      seed: 23,
+      skus: 30,
+      historyDepth: 30,
+      apiKey: KEY,
+      variance: { cursorPosition, maxPageSize: 8 },
+      liveWrites: { history: HISTORY_WRITES },
+    });
+    dir = mkdtempSync(join(tmpdir(), "im-live-"));
+    db = join(dir, "live.db");
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function sync(args: string[]) {
+    const r = await runCli(["sync", "--no-progress", ...args], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(lastRun(db).status).toBe("succeeded");
+  }
+
+  it("sync --full, with a new row landing after the first history page of 6 SKUs, stores no row the server does not have", async () => {
+    await sync(["--full"]);
+    expect(sim.liveWritesMade().filter((w) => w.kind === "history-row")).toHaveLength(HISTORY_WRITES);
+    expect(historyNotInTruth(db, sim.groundTruth())).toEqual([]);
+  });
+
+  /** SKUs the mirror marked deleted that the server still has. */
+  const deletedButThere = () => {
+    const there = new Set(sim.groundTruth().skus.map((t) => t.item.id));
+    return withDb(db, (d) => (d.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL").all() as Array<{ id: string }>).map((r) => r.id)).filter((id) => there.has(id));
+  };
+
+  it("a second sync --full, with a SKU removed between two list pages, marks no SKU deleted that the server has", async () => {
+    sim.setLiveWrites({ listRemovals: 1 });
+    await sync(["--full"]);
+    expect(sim.liveWritesMade().filter((w) => w.kind === "list-removal")).toHaveLength(1);
+    expect(deletedButThere()).toEqual([]);
+    // By offset, the page after the removal skipped one SKU: asked for, it answered, and it was spared.
+    const spared = withDb(db, (d) => d.prepare("SELECT sku_id FROM sync_journal WHERE run_id = ? AND kind = 'info' AND message LIKE 'not listed in this walk%'").all(lastRun(db).id));
+    expect(spared).toHaveLength(cursorPosition === "offset" ? 1 : 0);
+    expect(historyNotInTruth(db, sim.groundTruth())).toEqual([]);
+  });
+
+  it("once the projections caught up, an incremental sync invents nothing, and a full sync ends equal to ground truth", async () => {
+    // A row landing on a leaf whose projection lags is not in the quantities yet, and a re-poll walks
+    // history only when they change (issue 10 §3): the row is fetched once the projection replays it.
+    sim.model.settle();
+    await sync([]);
+    expect(historyNotInTruth(db, sim.groundTruth())).toEqual([]);
+    expect(deletedButThere()).toEqual([]);
+    // The SKU removed mid-walk was listed before it went: a full walk misses it and its detail's 404 confirms it.
+    await sync(["--full"]);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+  });
+});
+
+describe("a SKU removed while its own history is walked", () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let db: string;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 29, skus: 20, historyDepth: 30, apiKey: KEY, variance: { maxPageSize: 8 } });
+    dir = mkdtempSync(join(tmpdir(), "im-live-gone-"));
+    db = join(dir, "gone.db");
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("its history's 404, confirmed by its detail's, marks it deleted: the run succeeds and ends equal to ground truth", async () => {
+    sim.setLiveWrites({ historyRemovals: 1 });
+    const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const [gone] = sim.liveWritesMade();
+    expect(gone?.kind).toBe("history-removal");
+    const journal = withDb(db, (d) => d.prepare("SELECT kind, endpoint, sku_id FROM sync_journal WHERE kind IN ('sku_vanished', 'sku_failed')").all());
+    expect(journal).toEqual([{ kind: "sku_vanished", endpoint: "history", sku_id: gone!.skuId }]);
+    expect(withDb(db, (d) => d.prepare("SELECT deleted_at IS NOT NULL AS deleted FROM skus WHERE id = ?").get(gone!.skuId))).toEqual({ deleted: 1 });
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+  });
+});
