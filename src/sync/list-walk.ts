@@ -72,7 +72,7 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> 
   const { store, run, tally } = ctx;
   // Before the last page ends the walk, the SKUs it would mark deleted are asked for (one request each).
   const spared = page.nextCursor === null ? await spareListedElsewhere(ctx, page) : new Set<string>();
-  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, ctx.deleteAfterMisses, spared));
+  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, SKU_DELETE_AFTER_MISSES, spared));
   if (deleted !== null) tally.deleted = deleted;
   tally.listed += page.items.length;
   tally.planned += queued.length;
@@ -82,6 +82,14 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> 
     await ctx.feed.offer(q.id, false, q.reason === "repolled");
   }
 }
+
+/**
+ * Complete list walks a SKU must be missed in before it is marked deleted, in any run: one, because
+ * its detail is asked first (a 404 confirms it, an answer spares it), so a cycle after a SKU's
+ * removal the mirror no longer lists it. (Two, unconfirmed, in incremental runs before: a removed
+ * SKU stayed current for a cycle.) Locations have no detail to ask: ctx.deleteAfterMisses.
+ */
+const SKU_DELETE_AFTER_MISSES = 1;
 
 /** Detail requests in flight at once while confirming deletions (the scheduler paces them; this bounds the promises). */
 const CONFIRM_BATCH = 32;
@@ -94,7 +102,7 @@ const CONFIRM_BATCH = 32;
  * walk asks again if it is still missing. One whose detail cannot be had now is spared too.
  */
 async function spareListedElsewhere(ctx: RunContext, lastPage: ListPage): Promise<Set<string>> {
-  const suspects = ctx.store.deletionSuspects(ctx.run, lastPage.items, ctx.deleteAfterMisses);
+  const suspects = ctx.store.deletionSuspects(ctx.run, lastPage.items, SKU_DELETE_AFTER_MISSES);
   const spared = new Set<string>();
   for (let i = 0; i < suspects.length; i += CONFIRM_BATCH) {
     const batch = suspects.slice(i, i + CONFIRM_BATCH);

@@ -25,7 +25,10 @@ export interface RunContext {
   /** The run's mode is incremental (else full). */
   readonly incremental: boolean;
   readonly planner: Planner;
-  /** Walks an entity must be missed in before it is marked deleted (2 in incremental runs, 1 in full ones). */
+  /**
+   * Walks a location must be missed in before it is marked deleted (2 in incremental runs, 1 in full
+   * ones). A SKU goes after one, once its detail confirms it (list-walk.ts SKU_DELETE_AFTER_MISSES).
+   */
   readonly deleteAfterMisses: number;
   readonly stop: RunStop;
   readonly feed: SkuFeed;

@@ -83,7 +83,7 @@ describe.each(["offset", "keyset"] as const)("history rows written mid-walk, cur
     await sync([]);
     expect(historyNotInTruth(db, sim.groundTruth())).toEqual([]);
     expect(deletedButThere()).toEqual([]);
-    // The SKU removed mid-walk was listed before it went: a full walk misses it and its detail's 404 confirms it.
+    // The SKU removed mid-walk was listed before it went: the next walk misses it and its detail's 404 confirms it.
     await sync(["--full"]);
     expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
   });
