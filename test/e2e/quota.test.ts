@@ -79,9 +79,12 @@ describe("the quota a run learned, for the next run", () => {
     expect(kept).toHaveLength(1);
     // The server is its origin and path prefix: a second server (another port) starts afresh.
     expect(kept[0]!.server).toBe(sim.baseUrl.replace(/\/+$/, ""));
-    // Within the quota, and found: not the rate the old estimator settled at (a third of it).
+    // Found: not the rate the old estimator settled at (a third of it). Near the quota, not within 1 %: the
+    // bounds are counted by the client's send times, and a loaded machine delaying the server's arrivals by
+    // 100 ms over a span of seconds moves them a few percent (51.5 for 50 req/s in one full-suite run). How
+    // close the scheduler comes is measured in virtual time (test/scheduler/) and by the bench.
     expect(kept[0]!.low).toBeGreaterThan(QUOTA_RPS * 0.6);
-    expect(kept[0]!.low).toBeLessThanOrEqual(QUOTA_RPS * 1.01);
+    expect(kept[0]!.low).toBeLessThanOrEqual(QUOTA_RPS * 1.1);
     expect(kept[0]!.high).toBeGreaterThanOrEqual(kept[0]!.low);
     expect(JSON.stringify(read("SELECT * FROM learned_quota"))).not.toContain(KEY);
 
