@@ -169,6 +169,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 60, burst: 1 },
     args: ["--latency-ms", "20", "--latency-jitter-ms", "2"],
   },
+  {
+    name: "window-100-per-1s",
+    about: "fixed window 100 requests / 1 s (a counter per second: its 429s name 1 s, as a token bucket's do, and it admits a whole allowance at each second's start)",
+    skus: 1000,
+    seed: 134,
+    quota: { kind: "fixed-window", requests: 100, windowSeconds: 1 },
+  },
 ];
 
 export const QUOTA_TARGETS = { ratioEveryCell: 1.1, ratioMedian: 1.05, share429: 0.02, violations: 0 } as const;
