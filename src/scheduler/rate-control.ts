@@ -450,6 +450,11 @@ export class RateControl {
   private lastNamedMs: number | null = null;
   /** A probe at the first segment's passes per second went out (perSecondWorthTrying). */
   private perSecondTried = false;
+  /**
+   * ...at this rate, while no 429 has come since (then null): quiet, it is followed once by a probe at all
+   * the first segment's passes per second (perSecondAllWorthTrying).
+   */
+  private perSecondQuietRate: number | null = null;
   /** A 429 episode began since the rate in force was set (it is not quiet, whatever its length). */
   private throttledAtRate = false;
   /** A request backed off alone since the rate in force was set: sending stalled, and the server's bucket may have filled. */
@@ -751,6 +756,7 @@ export class RateControl {
       return;
     }
     const drewIt = this.rateThatDrew(sentAt, rate);
+    this.perSecondQuietRate = null;
     if (started && drewIt <= this.low * (1 + HOLD_MARGIN) && this.startExcused()) return;
     // A 429 at a rate taken as quiet: that verdict came early (a bucket still draining).
     if (drewIt <= this.quietRate * (1 + HOLD_MARGIN)) this.quietRate = 0;
@@ -1123,10 +1129,19 @@ export class RateControl {
       // Kept like an evidence probe: a window of a second never draws its 429 there; a bucket draws it, and its long cycle pins the rate.
       const r = this.evidence.capacityLow(this.high, EDGE_NOISE) * (1 - 2 * HOLD_MARGIN);
       this.perSecondTried = true;
+      this.perSecondQuietRate = r;
       this.high = Math.max(this.high, r);
       this.evidenceProbe = true;
       this.lowAtSet = low;
       return this.setRate(r, "probe", now);
+    }
+    const all = this.perSecondAllWorthTrying(low, now);
+    if (all !== null) {
+      this.perSecondQuietRate = null;
+      this.high = Math.max(this.high, all);
+      this.evidenceProbe = true;
+      this.lowAtSet = low;
+      return this.setRate(all, "probe", now);
     }
     const span = this.high / low;
     if (span <= TIGHT_SPAN || (this.setting.phase === "hold" && !this.probeWorthAPause(low, now))) {
@@ -1185,6 +1200,21 @@ export class RateControl {
     // The least capacity the first segment shows at the bounds' top: its passes less what that rate refilled meanwhile (behind latency, many).
     const n = Number.isFinite(this.high) ? this.evidence.capacityLow(this.high, EDGE_NOISE) : 0;
     return n >= WINDOW_MIN_PASSES && n * (1 - 2 * HOLD_MARGIN) > this.high * PER_SECOND_BEYOND;
+  }
+
+  /**
+   * The probe at the first segment's least capacity per second went quiet (QUIET_MS at it, no 429):
+   * a window of a second admits all the first segment's passes each second, not that capacity less
+   * what the bucket's rate would have refilled meanwhile. The rate to probe at next (all those passes per
+   * second, less the hold's margins), or null. A window of 50 per second was held at 44.6 req/s by the
+   * first probe (harness, 1.23x its least time); a bucket whose rate is that high draws its 429 there and
+   * its cycle pins the rate.
+   */
+  private perSecondAllWorthTrying(low: number, now: number): number | null {
+    const quiet = this.perSecondQuietRate;
+    if (quiet === null || this.setting.rate !== quiet || !this.quietAt(quiet, now)) return null;
+    const all = this.evidence.capacityLow(0, EDGE_NOISE) * (1 - 2 * HOLD_MARGIN);
+    return all > low * TIGHT_SPAN ? all : null;
   }
 
   /**

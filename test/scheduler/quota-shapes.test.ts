@@ -323,6 +323,15 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.ratio).toBeLessThan(1.2);
   });
 
+  it("a quota of N per second with the CLI's cold start (its first three requests one at a time, 20 ms apart) and timers 1 ms late: once the probe at the first segment's least capacity per second goes quiet, all its passes per second are probed: the last rate set over 47 of 50 (44.6 before, held for the run), within 1.2x", async () => {
+    const r = await runShape(QUOTA_MATRIX.find((s) => s.name === "window 50/1 s")!, { concurrency: 32, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const rates = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    expect(rates.at(-1)).toBeGreaterThan(47);
+    expect(rates.at(-1)).toBeLessThanOrEqual(50);
+    expect(r.ratio).toBeLessThan(1.2);
+    expect(r.violations).toBe(0);
+  });
+
   it("503 bursts do not lower the rate: it ends as high as without them", async () => {
     const base = QUOTA_MATRIX.find((s) => s.name === "bucket 60/s burst 10 503 bursts")!;
     const without = await runShape({ ...base, burst503: undefined });
