@@ -708,6 +708,8 @@ export class RateControl {
    * server accepted over the last second (req/s).
    */
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
+    // Any 429 ends the quiet of a per-second probe (perSecondAllWorthTrying).
+    this.perSecondQuietRate = null;
     const seg = this.segment;
     // What the window in course admitted, 503 pauses and all (windowCarry).
     const windowPasses = this.windowCarry + (seg?.passes ?? 0);
@@ -756,7 +758,6 @@ export class RateControl {
       return;
     }
     const drewIt = this.rateThatDrew(sentAt, rate);
-    this.perSecondQuietRate = null;
     if (started && drewIt <= this.low * (1 + HOLD_MARGIN) && this.startExcused()) return;
     // A 429 at a rate taken as quiet: that verdict came early (a bucket still draining).
     if (drewIt <= this.quietRate * (1 + HOLD_MARGIN)) this.quietRate = 0;
