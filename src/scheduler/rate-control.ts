@@ -1130,19 +1130,15 @@ export class RateControl {
       // Kept like an evidence probe: a window of a second never draws its 429 there; a bucket draws it, and its long cycle pins the rate.
       const r = this.evidence.capacityLow(this.high, EDGE_NOISE) * (1 - 2 * HOLD_MARGIN);
       this.perSecondTried = true;
+      this.probePerSecond(r, low, now);
+      // Its quiet is followed by one more at all the first segment's passes per second (perSecondAllWorthTrying).
       this.perSecondQuietRate = r;
-      this.high = Math.max(this.high, r);
-      this.evidenceProbe = true;
-      this.lowAtSet = low;
-      return this.setRate(r, "probe", now);
+      return;
     }
     const all = this.perSecondAllWorthTrying(low, now);
     if (all !== null) {
       this.perSecondQuietRate = null;
-      this.high = Math.max(this.high, all);
-      this.evidenceProbe = true;
-      this.lowAtSet = low;
-      return this.setRate(all, "probe", now);
+      return this.probePerSecond(all, low, now);
     }
     const span = this.high / low;
     if (span <= TIGHT_SPAN || (this.setting.phase === "hold" && !this.probeWorthAPause(low, now))) {
@@ -1201,6 +1197,14 @@ export class RateControl {
     // The least capacity the first segment shows at the bounds' top: its passes less what that rate refilled meanwhile (behind latency, many).
     const n = Number.isFinite(this.high) ? this.evidence.capacityLow(this.high, EDGE_NOISE) : 0;
     return n >= WINDOW_MIN_PASSES && n * (1 - 2 * HOLD_MARGIN) > this.high * PER_SECOND_BEYOND;
+  }
+
+  /** Probe at `rate` from the first segment's passes per second, kept like an evidence probe (see probe()). */
+  private probePerSecond(rate: number, low: number, now: number): void {
+    this.high = Math.max(this.high, rate);
+    this.evidenceProbe = true;
+    this.lowAtSet = low;
+    this.setRate(rate, "probe", now);
   }
 
   /**
