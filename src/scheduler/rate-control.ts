@@ -35,6 +35,7 @@
  */
 
 import { BucketEvidence } from "./bucket-evidence.js";
+import { SecondWindow } from "./second-window.js";
 
 /**
  * A cycle with a pause longer than this is not replayed as a token bucket. A bucket's 429 names
@@ -223,6 +224,12 @@ const WINDOW_CAPACITY_S = 20;
 const WINDOW_POLLED_MIN_MS = 500;
 /** A probe at the first segment's passes per second (perSecondWorthTrying), when they exceed by this much what the bounds' top allows in a second (a bucket whose burst equals its rate passes about that). */
 const PER_SECOND_BEYOND = 1.1;
+/**
+ * Refused seconds that must fit N per second (second-window.ts) before the run holds under N while N is within the
+ * bucket's bounds (holdPerSecond): two fit a bucket another client shares now and then, and held under N it is never
+ * refused (100/s burst 20 with another client at 20/s, 100 ms away: N = 47, 1.31 -> 1.89x).
+ */
+const PER_SECOND_WITHIN_REFUSED = 3;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 /**
@@ -374,6 +381,10 @@ export class RateControl {
   private spentAtRate = 0;
   /** What the requests showed about the quota as a token bucket (bucket-evidence.ts). */
   private evidence = new BucketEvidence();
+  /** The same requests read as N per second (second-window.ts), and the N it fits once it does: held just under it. */
+  private second = new SecondWindow();
+  private perSecondAllowance: number | null = null;
+  private perSecondBounds = { low: 0, high: Infinity };
   /** False once a 429 came at a rate the evidence put within the quota. */
   private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
@@ -673,6 +684,7 @@ export class RateControl {
     if (this.cycle && sentAt >= this.cycle.startAt) this.cycle.passes++;
     if (this.setting.phase === "window" && this.windowPace !== null) this.growShortAllowance();
     this.evidence.passed(sentAt);
+    this.second.passed(sentAt);
   }
 
   /** A request sent at `sentAt` may have spent a token without passing (a 503): only upper bounds count it. */
@@ -710,6 +722,7 @@ export class RateControl {
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
     // Any 429 ends the quiet of a per-second probe (perSecondAllWorthTrying).
     this.perSecondQuietRate = null;
+    this.second.refused(sentAt, waitMs);
     const seg = this.segment;
     // What the window in course admitted, 503 pauses and all (windowCarry).
     const windowPasses = this.windowCarry + (seg?.passes ?? 0);
@@ -758,6 +771,8 @@ export class RateControl {
       return;
     }
     const drewIt = this.rateThatDrew(sentAt, rate);
+    // The bucket's bounds refuted (a 429 at what they took as within the quota), or N per second above them: try N per second.
+    if (this.holdPerSecond(drewIt <= this.low * (1 + HOLD_MARGIN), now)) return;
     if (started && drewIt <= this.low * (1 + HOLD_MARGIN) && this.startExcused()) return;
     // A 429 at a rate taken as quiet: that verdict came early (a bucket still draining).
     if (drewIt <= this.quietRate * (1 + HOLD_MARGIN)) this.quietRate = 0;
@@ -777,6 +792,7 @@ export class RateControl {
     this.high = Math.min(this.high, drewIt, this.rateCountHigh(sentAt));
     if (phase === "ramp") this.rampFloor = drewIt / RAMP_FACTOR;
     this.learnFromEvidence(drewIt);
+    if (this.holdPerSecond(false, now)) return;
     this.probe(now);
   }
 
@@ -1106,8 +1122,42 @@ export class RateControl {
     return Math.min(rate * RAMP_FACTOR, first);
   }
 
+  /**
+   * The 429s so far fit N requests per second (second-window.ts): hold evenly at one under N, whatever
+   * the bucket's bounds say (counts that cross a second's start read two allowances as a rate).
+   */
+  private holdPerSecond(refuted: boolean, now: number): boolean {
+    if (this.perSecondAllowance !== null) {
+      // Refused while sent evenly under N: not N per second. The bucket's bounds come back, under the rate that drew it.
+      this.second.ruleOut();
+      this.low = Math.min(this.perSecondBounds.low, this.perSecondAllowance - 1);
+      this.high = Math.min(this.perSecondBounds.high, this.perSecondAllowance - 1);
+      this.perSecondAllowance = null;
+      // Down to the bounds' hold first (a hold only rises), then the 429 is read as a bucket's: its long cycle pins the rate.
+      this.setRate(this.holdRate(this.low), "hold", now);
+      return false;
+    }
+    // Where the bucket fails, or where holding under N tests it, two refused seconds; within the bounds, where a
+    // wrong N would never be refused, one more (a bucket's counts drift apart from cycle to cycle), and not under `low`.
+    const two = this.second.allowance();
+    if (two === null) return false;
+    const outside = refuted || two - 1 > this.high;
+    const n = outside ? two : this.second.allowance(PER_SECOND_WITHIN_REFUSED);
+    if (n === null || !(outside || n - 1 >= this.low)) return false;
+    this.perSecondAllowance = n;
+    this.perSecondBounds = { low: this.low, high: this.high };
+    this.low = n - 1;
+    this.high = n;
+    this.setRate(n - 1, "hold", now);
+    return true;
+  }
+
   /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
   private probe(now: number): void {
+    if (this.perSecondAllowance !== null) {
+      if (this.setting.phase !== "hold" || this.setting.rate !== this.perSecondAllowance - 1) this.setRate(this.perSecondAllowance - 1, "hold", now);
+      return;
+    }
     // The ramp's floor is for the first probe after the ramp only, whichever way it goes.
     const rampFloor = this.rampFloor;
     this.rampFloor = 0;
@@ -1346,7 +1396,8 @@ export class RateControl {
     const r = Math.max(MIN_RATE, rate);
     // A probe at the evidence's top is above the quota: the server's bucket is used up as it drains,
     // and a burst at the pause's end would only shorten the cycle whose 429 is to pin the rate.
-    const burst = this.evidenceProbe && phase === "probe" ? 1 : Math.max(1, this.burstLow - 1);
+    // Held under N per second, no burst: a second holds at most the rate and the pacer's carry.
+    const burst = (this.evidenceProbe && phase === "probe") || this.perSecondAllowance !== null ? 1 : Math.max(1, this.burstLow - 1);
     const carry = this.carryAt(r);
     if (r !== this.setting.rate || phase !== this.setting.phase) {
       this.rateSetAt = NaN;

@@ -332,6 +332,35 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.violations).toBe(0);
   });
 
+  it("a counter per second whose first burst crossed a second's start (phase 900 ms) is held just under its allowance, not where the bucket replay put it: last rate 99 of 100 (71.8 before, 1.435x), within 1.2x", async () => {
+    const shape: QuotaShape = { name: "window 100/1 s, phase 900", kind: "window", rate: 100, burst: 1, retryAfter: "seconds", requests: 2000, windowPhaseMs: 900 };
+    const r = await runShape(shape, { seed: 1, concurrency: 32, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const rates = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    expect(rates.at(-1)).toBeGreaterThanOrEqual(95);
+    expect(rates.at(-1)).toBeLessThanOrEqual(100);
+    expect(r.ratio).toBeLessThan(1.2);
+    expect(r.violations).toBe(0);
+  });
+
+  it("a counter per second whose counts crossed a second's start (phase 500 ms) is no longer held above its allowance: fewer 429s than the 17 of the bucket reading, last rate at most 100, within 1.2x", async () => {
+    const shape: QuotaShape = { name: "window 100/1 s, phase 500", kind: "window", rate: 100, burst: 1, retryAfter: "seconds", requests: 2000, windowPhaseMs: 500 };
+    const r = await runShape(shape, { seed: 1, concurrency: 32, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const rates = r.events.flatMap(({ e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    expect(rates.at(-1)).toBeLessThanOrEqual(100);
+    expect(r.throttled).toBeLessThan(17);
+    expect(r.ratio).toBeLessThan(1.2);
+  });
+
+  it("a bucket whose burst equals its rate, whose first two cycles fit N per second too, is held under that N only until its 429: then it is read as a bucket again and held at its rate, within 1.05x", async () => {
+    const r = await runShape(QUOTA_MATRIX.find((s) => s.name === "bucket 150/s burst 150")!, { seed: 1, concurrency: 32, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const holds = r.events.flatMap(({ e }) => (e.type === "rate" && e.phase === "hold" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    // The first two cycles passed 171 per second: held at 170 until the bucket's burst ran out.
+    expect(holds.some((rate) => rate > 160)).toBe(true);
+    expect(holds.at(-1)).toBeGreaterThan(140);
+    expect(holds.at(-1)).toBeLessThan(152);
+    expect(r.ratio).toBeLessThan(1.05);
+  });
+
   it("503 bursts do not lower the rate: it ends as high as without them", async () => {
     const base = QUOTA_MATRIX.find((s) => s.name === "bucket 60/s burst 10 503 bursts")!;
     const without = await runShape({ ...base, burst503: undefined });
