@@ -1153,12 +1153,17 @@ export class RateControl {
     return true;
   }
 
+  /** Held under N per second (holdPerSecond): the hold stays, whatever counts say, until a 429 rules N out. */
+  private keepPerSecondHold(now: number): boolean {
+    const n = this.perSecondAllowance;
+    if (n === null) return false;
+    if (this.setting.phase !== "hold" || this.setting.rate !== n - 1) this.setRate(n - 1, "hold", now);
+    return true;
+  }
+
   /** Send inside [low, high]: halve the gap (in ratio when wide, in difference when narrow), or hold just below low. */
   private probe(now: number): void {
-    if (this.perSecondAllowance !== null) {
-      if (this.setting.phase !== "hold" || this.setting.rate !== this.perSecondAllowance - 1) this.setRate(this.perSecondAllowance - 1, "hold", now);
-      return;
-    }
+    if (this.keepPerSecondHold(now)) return;
     // The ramp's floor is for the first probe after the ramp only, whichever way it goes.
     const rampFloor = this.rampFloor;
     this.rampFloor = 0;
