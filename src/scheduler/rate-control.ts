@@ -528,14 +528,17 @@ export class RateControl {
    */
   lesson(): QuotaLesson {
     if (this.setting.phase === "window" || this.startRefuted) return { kind: "forget" };
-    const tight = this.low >= MIN_RATE && this.high / this.low <= LEARNED_MAX_SPAN;
+    // Held under N per second, not yet refused there: the bucket's bounds of before are taught, not N. A bucket
+    // whose burst equals its rate fits N for a while, and a run that ended in that hold taught 58.2 for 50 req/s.
+    const { low, high } = this.perSecondAllowance !== null ? this.perSecondBounds : { low: this.low, high: this.high };
+    const tight = low >= MIN_RATE && high / low <= LEARNED_MAX_SPAN;
     if (!tight || this.setting.phase === "unpaced") return { kind: "nothing" };
     const quota = {
       // Spaced from answers, `low` counts what passed at the rate set, beyond what went out (sendable): a
       // token interval of it is no longer a bound, and a later run that starts spaced at it before it has
       // measured a round trip drew its 429 at once (100 req/s without burst, low 103.4). What went out passed.
-      low: this.oneToken ? this.sendable(this.low) : this.low,
-      high: this.high,
+      low: this.oneToken ? this.sendable(low) : low,
+      high,
       burstLow: this.burstLow,
       burstHigh: Number.isFinite(this.burstHigh) ? this.burstHigh : null,
       oneToken: this.oneToken,

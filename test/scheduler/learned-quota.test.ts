@@ -19,6 +19,19 @@ async function learnedFrom(s: QuotaShape, seed: number): Promise<LearnedQuota> {
   return r.lesson.quota;
 }
 
+describe("what a run held under N per second teaches (virtual time)", () => {
+  it("a run that ends while held under the N per second a bucket of burst = rate fitted (not refused there yet) teaches the bucket's bounds, not N: 150/s burst 150, held at 170 from its second 429, ends 5 s in; the lesson is under 155", async () => {
+    const s = { ...shape("bucket 150/s burst 150"), requests: 900 };
+    const r = await runShape(s, { seed: 1, concurrency: 32, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+    const holds = r.events.flatMap(({ e }) => (e.type === "rate" && e.phase === "hold" && e.requestsPerSecond !== null ? [e.requestsPerSecond] : []));
+    expect(holds.at(-1), "the run ended in the hold under N").toBeGreaterThan(160);
+    expect(r.lesson.kind).toBe("learned");
+    if (r.lesson.kind !== "learned") return;
+    expect(r.lesson.quota.low).toBeLessThan(155);
+    expect(r.lesson.quota.high).toBeLessThan(165);
+  });
+});
+
 describe("a run started from the quota an earlier run learned (virtual time)", () => {
   // Buckets with and without burst, Retry-After in each form, behind latency.
   const shapes = ["bucket 40/s burst 10", "bucket 200/s burst 20 20 ms", "bucket 30/s burst 5 no RA", "bucket 50/s burst 5 date-floor", "bucket 5/s burst 1", "bucket 100/s burst 20 100 ms"];
