@@ -10,8 +10,9 @@
  *   a refusal had passed N (less TOLERANCE);
  * - or sliding: no second passed more than N, and the second before each refusal passed N.
  * And it must tell such a quota from a bucket probed just above its rate, whose every second also
- * passes about what it refuses at: at least one refused window passed its N within FAST_SHARE of a
- * second (a burst a bucket of less than N would not pass), and REFUSED_WINDOWS windows were refused.
+ * passes about what it refuses at: REFUSED_WINDOWS windows (or more, as the caller asks) were refused,
+ * one of them passed its N within FAST_SHARE of a second (a burst a bucket of less than N would not
+ * pass), and two of them over spans SPREAD_REQUESTS apart (a bucket's count grows with the span).
  * The smallest N that fits is the answer: sent evenly at under N per second, no second of either
  * kind holds more than N.
  */
@@ -53,12 +54,7 @@ export class SecondWindow {
   refused(at: number, waitMs: number | null): void {
     if (this.ruledOut) return;
     // A wait of more than a second is no counter per second's; a missing one the test cannot read.
-    if (waitMs === null || waitMs > SECOND_MS) {
-      this.ruledOut = true;
-      this.passes = [];
-      this.refusals = [];
-      return;
-    }
+    if (waitMs === null || waitMs > SECOND_MS) return this.ruleOut();
     // A refusal before anything passed (a quota another client had used up) says nothing of N.
     if (this.passes.length === 0) return;
     this.refusals.push(at);
