@@ -73,6 +73,20 @@ export class BucketEvidence {
   private current: Cycle | null = null;
   private closed: Cycle[] = [];
   private readonly outstanding = new Map<number, number>();
+  /**
+   * The first segment no longer bounds the capacity from above: a replay under that bound fitted no
+   * rate (bounds). Its passes came from a bucket that was not full (another client, or the run
+   * before, had used part of it), and the bound from them was too low: a 150/s bucket of 30 found
+   * with 8 tokens fitted 176-250 req/s after the ramp, none after the next probe, and the run's
+   * bounds kept 176 until a hold there drew its 429 (harness 1.30-1.33x, 1.19 with the bound
+   * refuted; 100/s burst 20 found empty 1.31-1.34x -> 1.21; full buckets unchanged).
+   */
+  private firstCapRefuted = false;
+
+  /** The first segment's bound on the capacity from above was refuted (firstCapRefuted). */
+  get capacityRefuted(): boolean {
+    return this.firstCapRefuted;
+  }
 
   sent(at: number): void {
     this.runStartAt ??= at;
@@ -159,6 +173,8 @@ export class BucketEvidence {
    * without burst showed the wave; in the other 2 the 429 came alone, 1 ms and 50 ms after a pass).
    */
   firstPassedTogether(): number | null {
+    // Refuted, the first segment came from a bucket partly used: one pass of it says nothing of the capacity.
+    if (this.firstCapRefuted) return null;
     return this.first?.passedTogether ?? null;
   }
 
@@ -167,10 +183,21 @@ export class BucketEvidence {
     return this.first ? capacityRange(this.first, r, noise)[0] : 1;
   }
 
-  /** Rates in [from, to] consistent with everything kept, or null when none is (not a token bucket, or noise beyond ours). */
+  /**
+   * Rates in [from, to] consistent with everything kept, or null when none is (not a token bucket, or
+   * noise beyond ours). When none is under the first segment's bound on the capacity, that bound is
+   * dropped for the rest of the run (firstCapRefuted) and the replay tried again without it.
+   */
   bounds(from: number, to: number, noiseAt: (rate: number) => number): RateBounds | null {
     const first = this.first;
     if (!first || !this.closed.length || !(to > from) || !Number.isFinite(to)) return null;
+    const fit = this.fit(first, from, to, noiseAt);
+    if (fit || this.firstCapRefuted) return fit;
+    this.firstCapRefuted = true;
+    return this.fit(first, from, to, noiseAt);
+  }
+
+  private fit(first: FirstSegment, from: number, to: number, noiseAt: (rate: number) => number): RateBounds | null {
     let low = Infinity;
     let high = -Infinity;
     // Each step of the grid stands for the rates between it and the next: the tests that a faster
@@ -195,7 +222,7 @@ export class BucketEvidence {
    * (less capacity or refill, fewer tokens).
    */
   private consistent(first: FirstSegment, rLow: number, rHigh: number, noise: number): boolean {
-    const [bLow, bHigh] = capacityRange(first, rHigh, noise);
+    const [bLow, bHigh] = capacityRange(first, rHigh, noise, this.firstCapRefuted ? this.mostPassed() : 0);
     if (bLow > bHigh) return false;
     const cycles = this.current ? [...this.closed, this.current] : this.closed;
     const passesAll = (cap: number) => cycles.every((c) => everyPassHadToken(c.passes, c.startAt, c.truncated ? cap : 1 + noise, rHigh, cap, 1 - noise));
@@ -211,6 +238,17 @@ export class BucketEvidence {
       a = b;
     }
     return this.closed.every((c) => levelAt(c.taken, c.startAt, c.closedAt!, rLow, a) <= 1 + noise);
+  }
+
+  /**
+   * The most requests any segment kept took (the first's before its 429, each cycle's): with the first
+   * segment's bound refuted, the capacity's bound from above. A bucket that held more than a cycle then
+   * took never had that much in it during the cycle (it closed under one token), so no capacity above
+   * it replays the cycles differently.
+   */
+  private mostPassed(): number {
+    const cycles = this.current ? [...this.closed, this.current] : this.closed;
+    return Math.max(this.first?.before ?? 0, ...cycles.map((c) => c.taken.length));
   }
 
   /** Send times of requests sent before `at` and not answered yet. */
@@ -252,8 +290,8 @@ function truncate(c: Cycle): void {
  * the bucket full at the start, and a bucket half full then read as half the capacity and the
  * quota as 30% faster than it was (harness, 200/s burst 20 with 10 tokens at the start: 1.31 -> 1.61).
  */
-function capacityRange(first: FirstSegment, r: number, noise: number): [number, number] {
-  const most = first.before + OVERTAKEN + 1 + noise;
+function capacityRange(first: FirstSegment, r: number, noise: number, refutedMost = 0): [number, number] {
+  const most = Math.max(first.before, refutedMost) + OVERTAKEN + 1 + noise;
   const everyPassFound = (cap: number) => everyPassHadToken(first.passes, first.startAt, cap, r, cap, 1 - noise);
   if (!everyPassFound(most)) return [most, 1];
   if (everyPassFound(1)) return [1, most];

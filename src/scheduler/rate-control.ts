@@ -974,11 +974,17 @@ export class RateControl {
       this.evidenceFits = false;
       return;
     }
+    const refutedBefore = this.evidence.capacityRefuted;
     const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.roundTrips.spreadMs / 2)) / 1000);
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
     if (!b) return;
-    const low = Math.max(this.low, b.low);
+    // The first segment's capacity refuted (bucket-evidence.ts, firstCapRefuted): the lows it gave
+    // fall back to what the cycles alone show and the replay without it fits, and its passes no
+    // longer bound the burst (the count bounds, heldAt, took the bucket for no fuller than they were).
+    const refuted = !refutedBefore && this.evidence.capacityRefuted;
+    if (refuted) this.burstHigh = Infinity;
+    const low = Math.max(refuted ? Math.max(MIN_RATE, this.cycleLow) : this.low, b.low);
     const high = Math.min(this.high, b.high);
     if (low < high) {
       this.low = low;

@@ -22,11 +22,12 @@ function bucket(r: number, b: number, transitMs = 1, start = b) {
 
 /**
  * Play a run: an unpaced first segment (one request per ms), then after each 429 a pause of
- * `pauseMs` and sends at the next of `rates` until the next 429. Returns the evidence.
+ * `pauseMs` and sends at the next of `rates` until the next 429. Returns the evidence. The bucket
+ * starts with `start` tokens (full by default).
  */
-function play(r: number, b: number, rates: number[], pauseMs = 1_050, holdBefore: { rate: number; count: number } | null = null): BucketEvidence {
+function play(r: number, b: number, rates: number[], pauseMs = 1_050, holdBefore: { rate: number; count: number } | null = null, start = b): BucketEvidence {
   const ev = new BucketEvidence();
-  const admit = bucket(r, b);
+  const admit = bucket(r, b, 1, start);
   const send = (t: number): boolean => {
     ev.sent(t);
     const ok = admit(t);
@@ -136,7 +137,7 @@ describe("bucket evidence", () => {
     expect(firstSegment(10).firstPassedTogether()).toBeGreaterThanOrEqual(2);
   });
 
-  it("a server no token bucket explains (60 passes within 60 ms after a 1 s pause, from 10 at the start) fits no rate below 100 req/s", () => {
+  it("60 passes within 60 ms after a 1 s pause, from 10 at the start: no bucket the first segment found full explains it; with that bound refuted (a bucket partly used before the run), only rates that refill the 60 in the pause fit", () => {
     const ev = new BucketEvidence();
     let t = 0;
     // `n` requests a millisecond apart that pass, then one that draws a 429.
@@ -151,7 +152,30 @@ describe("bucket evidence", () => {
     segment(10);
     t += 1_000;
     segment(60);
-    expect(ev.bounds(0.5, 100, noise)).toBeNull();
+    const got = ev.bounds(0.5, 100, noise);
+    expect(ev.capacityRefuted).toBe(true);
+    expect(got).not.toBeNull();
+    expect(got!.low).toBeGreaterThan(50);
+    // ...and its single passes no longer say "a bucket of one token".
+    expect(ev.firstPassedTogether()).toBeNull();
+  });
+
+  it("a bucket partly used before the run (150/s of 30 found with 8 tokens, 100/s of 20 with 5, 40/s of 10 with 3): once the first segment's bound on the capacity fits nothing, the rates that fit without it contain the bucket's; a full bucket keeps the bound", () => {
+    for (const [r, b, start, rates] of [
+      [150, 30, 8, [300, 170]],
+      [100, 20, 5, [200, 120]],
+      [40, 10, 3, [80, 50]],
+    ] as Array<[number, number, number, number[]]>) {
+      const ev = play(r, b, rates, 1_050, null, start);
+      const got = ev.bounds(0.5, rates.at(-1)! * 1.02, noise);
+      expect(ev.capacityRefuted, `${r}/${b} from ${start}`).toBe(true);
+      expect(got, `${r}/${b} from ${start}`).not.toBeNull();
+      expect(got!.low, `${r}/${b} from ${start}`).toBeLessThanOrEqual(r);
+      expect(got!.high, `${r}/${b} from ${start}`).toBeGreaterThanOrEqual(r);
+    }
+    const full = play(150, 30, [300, 170]);
+    expect(full.bounds(0.5, 173, noise)).not.toBeNull();
+    expect(full.capacityRefuted).toBe(false);
   });
   it.each(["before", "after"] as const)("requests sent in one wave with the 429 that closes a cycle count in it, answered %s that 429 (a 5 req/s bucket of 20 still fits)", (order) => {
     const ev = new BucketEvidence();
