@@ -70,6 +70,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
     seed: 124,
     quota: { requestsPerSecond: 40, burst: 10, startTokens: 0 },
   },
+  {
+    name: "bucket-100-burst-20-partly-used",
+    about: "token bucket 100 req/s, burst 20, with 5 tokens left when the sync's first request comes (another client used the rest): the first requests' passes understate the capacity",
+    skus: 1000,
+    seed: 135,
+    quota: { requestsPerSecond: 100, burst: 20, startTokens: 5 },
+  },
   { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
   { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
   { name: "window-300-per-10s", about: "fixed window 300 requests / 10 s", skus: 500, seed: 116, quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } },

@@ -53,18 +53,52 @@ import { historyRowCounts, latestRun, skusFetchedInWalk, skusNotClean } from "..
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const OUT_DIR = join(ROOT, "bench");
 
-const { values, positionals } = parseArgs({
-  options: {
-    only: { type: "string" },
-    reps: { type: "string" },
-    profile: { type: "boolean" },
-    cell: { type: "string", multiple: true },
-    "known-rate": { type: "boolean" },
-    again: { type: "boolean" },
-    scale: { type: "string" },
-  },
-  allowPositionals: true,
-});
+const USAGE = `Usage: npm run bench [-- [quota] [options]]
+
+  (no arguments)       all scenarios (1 quota matrix, 2 call economy, 3 raw throughput,
+                       4 write path, 5 memory, 6 publish into PostgreSQL when INVENTORY_PG_URL is set)
+  quota                only the quota matrix (scenario 1)
+  --only 3,5           some scenarios, by number
+  --cell NAME          one cell of the quota matrix (repeatable, or NAME,NAME)
+  --known-rate         each token-bucket cell also run with --max-rps at its quota's rate
+  --again              after each cell, a second sync --full and an incremental sync into the same database
+  --scale N            each quota cell with N times its SKUs (1-20)
+  --reps N             N runs where a scenario repeats by default
+  --profile            also one profiled 20,000-SKU sync (node --cpu-prof, into bench/profiles/)
+  -h, --help           this text
+
+Writes bench/results.json and prints a table; BENCHMARKS.md explains the method.`;
+
+function parseBenchArgs(): ReturnType<typeof parseBenchArgsOrThrow> {
+  try {
+    return parseBenchArgsOrThrow();
+  } catch (err) {
+    console.error(`${(err as Error).message}\n\n${USAGE}`);
+    process.exit(2);
+  }
+}
+
+function parseBenchArgsOrThrow() {
+  return parseArgs({
+    options: {
+      only: { type: "string" },
+      reps: { type: "string" },
+      profile: { type: "boolean" },
+      cell: { type: "string", multiple: true },
+      "known-rate": { type: "boolean" },
+      again: { type: "boolean" },
+      scale: { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: true,
+  });
+}
+
+const { values, positionals } = parseBenchArgs();
+if (values.help) {
+  console.log(USAGE);
+  process.exit(0);
+}
 for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
 const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5,6")).split(",").map((s) => Number(s.trim())));
 const cellNames = (values.cell ?? [])
