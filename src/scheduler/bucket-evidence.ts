@@ -88,6 +88,11 @@ export class BucketEvidence {
     return this.firstCapRefuted;
   }
 
+  /** Drop the first segment's bound on the capacity: a 429 came where the replay under it said the quota held. */
+  refuteCapacity(): void {
+    this.firstCapRefuted = true;
+  }
+
   sent(at: number): void {
     this.runStartAt ??= at;
     this.outstanding.set(at, (this.outstanding.get(at) ?? 0) + 1);

@@ -784,11 +784,14 @@ export class RateControl {
     if (contested && !this.unnamed && (phase === "probe" || phase === "hold" || phase === "contested")) return this.contestedThrottle(drewIt, now);
     if (drewIt <= this.low * (1 + HOLD_MARGIN)) {
       if (started) this.startRefuted = true;
-      if (!this.relearned) return this.relearnCapacity(drewIt);
-      // At or below what we took as within the quota: that verdict was early, or the quota shrank.
-      this.low = Math.max(MIN_RATE, drewIt * QUIET_RETRACT);
-      // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
-      if (this.evidenceFits) this.evidenceTrusted = false;
+      if (!this.relearned && this.evidenceFits && !this.evidence.capacityRefuted) this.refuteFirstCapacity();
+      else {
+        if (!this.relearned) return this.relearnCapacity(drewIt);
+        // At or below what we took as within the quota: that verdict was early, or the quota shrank.
+        this.low = Math.max(MIN_RATE, drewIt * QUIET_RETRACT);
+        // When the evidence said so, its noise was beyond ours (a busy machine's stalls): it says nothing more this run.
+        if (this.evidenceFits) this.evidenceTrusted = false;
+      }
     }
     // Started from an earlier run's bounds, the look above them drew this: the quota has not risen, and that run's bound holds again.
     if (started) this.high = Math.min(this.high, this.priorHigh);
@@ -812,6 +815,24 @@ export class RateControl {
     this.burstHigh = Infinity;
     this.cycle = null;
     this.evidence = new BucketEvidence();
+  }
+
+  /**
+   * A 429 at a rate the replay had taken as within the quota, while it still took the run's first
+   * segment for a full bucket: that is the likeliest wrong belief (a bucket partly used before the run,
+   * whose short cycles a faster rate and a smaller capacity explain as well). Drop it (as bucket-evidence.ts
+   * does when the replay fits nothing: firstCapRefuted) and probe within what the replay without it fits,
+   * this 429's cycle included, instead of measuring the capacity again. 100/s burst 20 found with 5
+   * tokens: the replay kept 115.9-119.3 until the hold at 115.9 drew its 429; measured again, the run
+   * climbed back by quiet verdicts (1.23x); refuted, it probed at 100.2 within [96.8, 103.5] (1.16x).
+   */
+  private refuteFirstCapacity(): void {
+    this.evidence.refuteCapacity();
+    this.burstHigh = Infinity;
+    this.quietRate = 0;
+    this.low = Math.max(MIN_RATE, this.cycleLow);
+    // Out of hold: a hold moves only up with `low` (probe()), and this one is above the quota.
+    this.setting = { ...this.setting, phase: "probe" };
   }
 
   /**
