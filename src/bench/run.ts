@@ -69,29 +69,30 @@ const USAGE = `Usage: npm run bench [-- [quota] [options]]
 
 Writes bench/results.json and prints a table; BENCHMARKS.md explains the method.`;
 
-function parseBenchArgs(): ReturnType<typeof parseBenchArgsOrThrow> {
-  try {
-    return parseBenchArgsOrThrow();
-  } catch (err) {
-    console.error(`${(err as Error).message}\n\n${USAGE}`);
-    process.exit(2);
-  }
+/** A mistake on the command line: what is wrong, then the usage, exit 2 (not a stack trace). */
+function usageError(message: string): never {
+  console.error(`${message}\n\n${USAGE}`);
+  process.exit(2);
 }
 
-function parseBenchArgsOrThrow() {
-  return parseArgs({
-    options: {
-      only: { type: "string" },
-      reps: { type: "string" },
-      profile: { type: "boolean" },
-      cell: { type: "string", multiple: true },
-      "known-rate": { type: "boolean" },
-      again: { type: "boolean" },
-      scale: { type: "string" },
-      help: { type: "boolean", short: "h" },
-    },
-    allowPositionals: true,
-  });
+function parseBenchArgs() {
+  try {
+    return parseArgs({
+      options: {
+        only: { type: "string" },
+        reps: { type: "string" },
+        profile: { type: "boolean" },
+        cell: { type: "string", multiple: true },
+        "known-rate": { type: "boolean" },
+        again: { type: "boolean" },
+        scale: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      allowPositionals: true,
+    });
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
 }
 
 const { values, positionals } = parseBenchArgs();
@@ -99,15 +100,15 @@ if (values.help) {
   console.log(USAGE);
   process.exit(0);
 }
-for (const p of positionals) if (p !== "quota") throw new Error(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
+for (const p of positionals) if (p !== "quota") usageError(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
 const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5,6")).split(",").map((s) => Number(s.trim())));
 const cellNames = (values.cell ?? [])
   .flatMap((c) => c.split(","))
   .map((c) => c.trim())
   .filter(Boolean);
-for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) throw new Error(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
+for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) usageError(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
 const scale = values.scale === undefined ? 1 : Number(values.scale);
-if (!(scale >= 1 && scale <= 20)) throw new Error(`--scale must be a number from 1 to 20 (times each quota cell's SKUs), got "${values.scale}"`);
+if (!(scale >= 1 && scale <= 20)) usageError(`--scale must be a number from 1 to 20 (times each quota cell's SKUs), got "${values.scale}"`);
 const repsOverride = values.reps ? Number(values.reps) : null;
 const reps = (n: number) => repsOverride ?? n;
 

@@ -828,11 +828,20 @@ export class RateControl {
    */
   private refuteFirstCapacity(): void {
     this.evidence.refuteCapacity();
-    this.burstHigh = Infinity;
+    this.forgetFirstCapacity();
     this.quietRate = 0;
-    this.low = Math.max(MIN_RATE, this.cycleLow);
     // Out of hold: a hold moves only up with `low` (probe()), and this one is above the quota.
     this.setting = { ...this.setting, phase: "probe" };
+  }
+
+  /**
+   * The first segment's capacity refuted (bucket-evidence.ts, firstCapRefuted): the lows it gave fall
+   * back to what the cycles alone show, and its passes no longer bound the burst (the count bounds,
+   * heldAt, took the bucket for no fuller than they were).
+   */
+  private forgetFirstCapacity(): void {
+    this.burstHigh = Infinity;
+    this.low = Math.max(MIN_RATE, this.cycleLow);
   }
 
   /**
@@ -1000,12 +1009,9 @@ export class RateControl {
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
     if (!b) return;
-    // The first segment's capacity refuted (bucket-evidence.ts, firstCapRefuted): the lows it gave
-    // fall back to what the cycles alone show and the replay without it fits, and its passes no
-    // longer bound the burst (the count bounds, heldAt, took the bucket for no fuller than they were).
-    const refuted = !refutedBefore && this.evidence.capacityRefuted;
-    if (refuted) this.burstHigh = Infinity;
-    const low = Math.max(refuted ? Math.max(MIN_RATE, this.cycleLow) : this.low, b.low);
+    // Refuted by this replay: what the first segment gave goes, and the replay without it bounds the rate.
+    if (!refutedBefore && this.evidence.capacityRefuted) this.forgetFirstCapacity();
+    const low = Math.max(this.low, b.low);
     const high = Math.min(this.high, b.high);
     if (low < high) {
       this.low = low;

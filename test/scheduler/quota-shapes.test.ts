@@ -19,6 +19,12 @@ async function expectEachSeedWithin(shape: QuotaShape, ratio: number, seeds = [1
   }
 }
 
+/** The phases a run's rate took from its first probe on: "unpaced" among them is the capacity measured again (relearnCapacity). */
+function phasesFromFirstProbe(r: Awaited<ReturnType<typeof runShape>>): string[] {
+  const phases = r.events.flatMap(({ e }) => (e.type === "rate" ? [e.phase] : []));
+  return phases.slice(phases.indexOf("probe"));
+}
+
 describe("the scheduler against each quota shape (virtual time)", () => {
   for (const shape of QUOTA_MATRIX) {
     it(`${shape.name}: every request done, no Retry-After cut short, within 2x the least time, 429s under 10%`, async () => {
@@ -118,7 +124,8 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     // Before: each 429 at a rate proven within the quota lowered both bounds for good, 5 % at a time; 20/2
     // walked down to 0.6 req/s of the 15 left (seed 1: 11.9x; the others 3.5-4.2x), 40/4 1.80-2.42x. After:
     // 2.29-3.09x and 1.68-2.13x; since the first segment's capacity can be refuted (bucket-evidence.ts,
-    // firstCapRefuted), 20/2 is 2.35-3.40x (seed 2 3.09 -> 3.40, seeds 3-5 better) and 40/4 1.68-2.13x.
+    // firstCapRefuted, and rate-control.ts refuteFirstCapacity), 20/2 is 2.35-3.40x (seed 1 3.05 -> 3.32,
+    // seed 2 3.09 -> 3.40, seeds 3-5 better) and 40/4 1.64-2.18x.
     // The other client's bursts empty a bucket this small at any rate of ours: those 429s (3 % of our
     // requests) stay.
     const shapes: QuotaShape[] = [
@@ -204,23 +211,28 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     // 1.5 tokens of 10 at the start read as a bucket of 3: before, 27 429s and 1.66x the least time. Measured
     // again unpaced after that 429 (the code before the bound could be dropped there): 13 429s, 1.218x; now 8, 1.196x.
     const r = await runShape(QUOTA_MATRIX.find((s) => s.name === "bucket 40/s burst 10 1.5 tokens at start")!);
-    const phases = r.events.flatMap(({ e }) => (e.type === "rate" ? [e.phase] : []));
-    expect(phases.slice(phases.indexOf("probe"))).not.toContain("unpaced");
+    expect(phasesFromFirstProbe(r)).not.toContain("unpaced");
     expect(r.throttled / r.requests).toBeLessThan(0.02);
     expect(r.ratio).toBeLessThan(1.35);
   });
 
-  it("a bucket partly used before the run whose replay then fits no rate drops the first segment's bound on the capacity instead of holding where it put the rate: 150/s burst 30 found with 8 tokens and 100/s burst 20 found empty, each seed within 1.25x", async () => {
+  it("a bucket partly used before the run whose replay then fits no rate drops the first segment's bound on the capacity instead of holding where it put the rate until the capacity is measured again: 150/s burst 30 found with 8 tokens and 100/s burst 20 found empty, each seed within 1.25x, never unpaced after the first probe", async () => {
     // Before: the bounds kept the replay's 176-250 req/s for the 150/s bucket until a hold at 176 drew its
     // 429 and the capacity was measured again: 1.30-1.33x, and 100/20 1.31-1.34x. After: 1.15-1.19x, 1.20-1.21x.
     const shapes: QuotaShape[] = [
       { name: "bucket 150/s burst 30 8 tokens at start", kind: "bucket", rate: 150, burst: 30, retryAfter: "seconds", latencyMs: 2, jitterMs: 0.4, requests: 3750, startTokens: 8 },
       { name: "bucket 100/s burst 20 empty at start", kind: "bucket", rate: 100, burst: 20, retryAfter: "seconds", latencyMs: 2, jitterMs: 0.4, requests: 2500, startTokens: 0 },
     ];
-    for (const shape of shapes) await expectEachSeedWithin(shape, 1.25);
+    for (const shape of shapes) {
+      await expectEachSeedWithin(shape, 1.25);
+      for (const seed of [1, 2, 3]) {
+        const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
+        expect(phasesFromFirstProbe(r), `${shape.name} seed ${seed}`).not.toContain("unpaced");
+      }
+    }
   });
 
-  it("a bucket partly used before the run whose replay stays consistent until a hold it proved draws a 429 drops the first segment's bound there, and probes within what fits without it instead of measuring the capacity again: 100/s burst 20 found with 5 tokens, each seed within 1.2x, never unpaced after the start", async () => {
+  it("a bucket partly used before the run whose replay stays consistent until a hold it proved draws a 429 drops the first segment's bound there, and probes within what fits without it instead of measuring the capacity again: 100/s burst 20 found with 5 tokens, each seed within 1.2x, never unpaced after the first probe", async () => {
     // Before: the replay kept 115.9-119.3 req/s until the hold at 115.9 drew its 429; the capacity measured
     // again, the run climbed back by quiet verdicts: 1.16, 1.23, 1.23x. After: 1.16x each.
     const shape: QuotaShape = {
@@ -237,8 +249,7 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     await expectEachSeedWithin(shape, 1.2);
     for (const seed of [1, 2, 3]) {
       const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
-      const phases = r.events.flatMap(({ e }) => (e.type === "rate" ? [e.phase] : []));
-      expect(phases.slice(phases.indexOf("probe")), `seed ${seed}`).not.toContain("unpaced");
+      expect(phasesFromFirstProbe(r), `seed ${seed}`).not.toContain("unpaced");
     }
   });
 
