@@ -66,6 +66,15 @@ export class Pacer {
     this.tokens = Math.max(this.tokens, n);
   }
 
+  /**
+   * The server decided a request we counted at its send only now (its answer came late: held in the
+   * server's stall): its token is taken again, at this moment (decidedLate in scheduler.ts).
+   */
+  takeAgain(now: number): void {
+    this.refill(now);
+    this.tokens = Math.max(0, this.tokens - 1);
+  }
+
   /** The server's bucket is empty (it answered 429). */
   empty(now: number): void {
     this.refill(now);

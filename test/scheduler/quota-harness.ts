@@ -159,7 +159,10 @@ class ModelServer {
     private readonly clock: VirtualClock,
     private readonly random: () => number,
     private readonly stall?: { probability: number; ms: number },
+    private readonly serverStall?: { everyMs: number; ms: number },
+    private readonly stallRandom: () => number = Math.random,
   ) {
+    if (serverStall) this.nextStall(clock.now());
     this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
     this.preTokens = shape.preAuth?.burst ?? 0;
@@ -174,6 +177,9 @@ class ModelServer {
     const stall = this.stall && this.random() < this.stall.probability ? this.random() * this.stall.ms : 0;
     const sentAt = this.clock.now();
     await this.clock.sleep(rtt / 2 + stall);
+    // The server's own stall: decided at its end, with everything else that arrived in it.
+    const stalledUntil = this.stalledAt(this.clock.now());
+    if (stalledUntil > this.clock.now()) await this.clock.sleep(stalledUntil - this.clock.now());
     const arrival = this.clock.now();
     // Sent after the client read a Retry-After, and arriving before its deadline.
     if (this.deadlines.some((d) => d.readAt < sentAt && arrival < d.until)) this.violations++;
@@ -183,6 +189,19 @@ class ModelServer {
     const readAt = this.clock.now();
     if (decision.until !== null) this.deadlines.push({ readAt, until: decision.until });
     throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, retryAfter: decision.header });
+  }
+
+  /** The server's stalls (serverStall): the one in course at `t`, as [start, end). */
+  private stall0 = { start: Infinity, end: -Infinity };
+  private nextStall(after: number): void {
+    const s = this.serverStall!;
+    const start = after + -Math.log(1 - this.stallRandom()) * s.everyMs;
+    this.stall0 = { start, end: start + this.stallRandom() * s.ms };
+  }
+  private stalledAt(t: number): number {
+    if (!this.serverStall) return t;
+    while (this.stall0.end <= t) this.nextStall(this.stall0.end);
+    return this.stall0.start <= t ? this.stall0.end : t;
   }
 
   private decide(t: number): { ok: true } | { ok: false; status: number; header: string | null; until: number | null } {
@@ -285,6 +304,12 @@ export interface RunOptions {
   seed?: number;
   /** Stalls of a loaded machine: this share of requests reaches the server up to `ms` late. */
   stall?: { probability: number; ms: number };
+  /**
+   * Stalls of the server's own process (a busy event loop, a collection): now and then (exponential gaps of
+   * `everyMs` on average) it decides nothing for up to `ms`, and every request that arrived meanwhile is
+   * decided at the stall's end, together: a small bucket sees a burst that the client never sent.
+   */
+  serverStall?: { everyMs: number; ms: number };
   /** Timers fire up to this many ms late (uniform), as Node's do (default 0: exactly on time). */
   timerLateMs?: number;
   /** The work left told to the scheduler after each request, as the sync does (`requests` left): this many times it (default 1), or nothing (null). */
@@ -304,7 +329,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   const lateness = seeded((opts.seed ?? 1) + 2000);
   const clock = new VirtualClock(() => lateness() * (opts.timerLateMs ?? 0));
   const random = seeded(opts.seed ?? 1);
-  const server = new ModelServer(shape, clock, seeded((opts.seed ?? 1) + 1000), opts.stall);
+  const server = new ModelServer(shape, clock, seeded((opts.seed ?? 1) + 1000), opts.stall, opts.serverStall, seeded((opts.seed ?? 1) + 3000));
   const start = clock.now();
   const events: Array<{ atS: number; e: SchedulerEvent }> = [];
   const concurrency = opts.concurrency ?? 32;
