@@ -79,6 +79,20 @@ export const QUOTA_CELLS: QuotaCell[] = [
   },
   { name: "bucket-150-burst-150", about: "token bucket 150 req/s, burst = rate", skus: 1500, seed: 114, quota: { requestsPerSecond: 150, burst: 150 } },
   { name: "bucket-200-burst-20", about: "token bucket 200 req/s, burst 20", skus: 2000, seed: 115, quota: { requestsPerSecond: 200, burst: 20 } },
+  {
+    name: "bucket-200-burst-5",
+    about: "token bucket 200 req/s, burst 5 (25 ms of its rate: a stall of either process that bunches a few requests spends it)",
+    skus: 2000,
+    seed: 136,
+    quota: { requestsPerSecond: 200, burst: 5 },
+  },
+  {
+    name: "bucket-100-burst-2",
+    about: "token bucket 100 req/s, burst 2 (the first requests' wave after the list page passes one, as a bucket of one token's does)",
+    skus: 1000,
+    seed: 137,
+    quota: { requestsPerSecond: 100, burst: 2 },
+  },
   { name: "window-300-per-10s", about: "fixed window 300 requests / 10 s", skus: 500, seed: 116, quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } },
   {
     name: "window-400-per-10s-no-retry-after",
