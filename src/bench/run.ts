@@ -102,6 +102,7 @@ if (values.help) {
 }
 for (const p of positionals) if (p !== "quota") usageError(`unknown argument "${p}" (the only word is "quota": the quota matrix alone)`);
 const only = new Set((positionals.includes("quota") ? "1" : (values.only ?? "1,2,3,4,5,6")).split(",").map((s) => Number(s.trim())));
+for (const n of only) if (!(Number.isInteger(n) && n >= 1 && n <= 6)) usageError(`--only takes scenario numbers from 1 to 6, separated by commas, got "${values.only}"`);
 const cellNames = (values.cell ?? [])
   .flatMap((c) => c.split(","))
   .map((c) => c.trim())
@@ -109,7 +110,8 @@ const cellNames = (values.cell ?? [])
 for (const c of cellNames) if (!QUOTA_CELLS.some((q) => q.name === c)) usageError(`unknown quota cell "${c}"; known: ${QUOTA_CELLS.map((q) => q.name).join(", ")}`);
 const scale = values.scale === undefined ? 1 : Number(values.scale);
 if (!(scale >= 1 && scale <= 20)) usageError(`--scale must be a number from 1 to 20 (times each quota cell's SKUs), got "${values.scale}"`);
-const repsOverride = values.reps ? Number(values.reps) : null;
+const repsOverride = values.reps === undefined ? null : Number(values.reps);
+if (repsOverride !== null && !(Number.isInteger(repsOverride) && repsOverride >= 1)) usageError(`--reps must be a whole number of runs, 1 or more, got "${values.reps}"`);
 const reps = (n: number) => repsOverride ?? n;
 
 const median = (xs: number[]) => {

@@ -200,7 +200,8 @@ const ACCEPTED_WINDOW_MS = 1_000;
  * tokens when it sent them and refilled through the stall, would let a burst go into a bucket that batch
  * just spent. So each such answer takes the pacer's token again (Pacer.takeAgain). A 200/s bucket of 5 on
  * this machine drew 429s at 178-185 req/s and then measured its capacity again (real CLI, two runs of four
- * at 1.64-1.86x); the harness's server stalls (quota-harness.ts serverStall, 30 ms every 0.3-1 s) 1.38-1.79x
+ * at 1.64-1.86x; seven runs each with and without: 1.23-1.31x, median 1.296, against 1.24-1.64x, median
+ * 1.308); the harness's server stalls (quota-harness.ts serverStall, 30 ms every 0.3-1 s) 1.38-1.79x
  * -> 1.21-1.51x. At 2 intervals the harness's 100/s buckets of 2 with stalls drew a 429 more (1.22 -> 1.27x);
  * at 6 no stall of 30 ms at 200/s counts.
  */

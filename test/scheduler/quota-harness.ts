@@ -158,9 +158,9 @@ class ModelServer {
     private readonly shape: QuotaShape,
     private readonly clock: VirtualClock,
     private readonly random: () => number,
-    private readonly stall?: { probability: number; ms: number },
-    private readonly serverStall?: { everyMs: number; ms: number },
-    private readonly stallRandom: () => number = Math.random,
+    private readonly stall: { probability: number; ms: number } | undefined,
+    private readonly serverStall: { everyMs: number; ms: number } | undefined,
+    private readonly stallRandom: () => number,
   ) {
     if (serverStall) this.nextStall(clock.now());
     this.tokens = shape.startTokens ?? shape.burst;
@@ -191,17 +191,21 @@ class ModelServer {
     throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, retryAfter: decision.header });
   }
 
-  /** The server's stalls (serverStall): the one in course at `t`, as [start, end). */
-  private stall0 = { start: Infinity, end: -Infinity };
+  /** The server's next (or current) stall (serverStall), as [start, end). */
+  private stallAhead = { start: Infinity, end: -Infinity };
+
+  /** The stall after `after`: an exponential gap of `everyMs` on average, lasting up to `ms`. */
   private nextStall(after: number): void {
     const s = this.serverStall!;
     const start = after + -Math.log(1 - this.stallRandom()) * s.everyMs;
-    this.stall0 = { start, end: start + this.stallRandom() * s.ms };
+    this.stallAhead = { start, end: start + this.stallRandom() * s.ms };
   }
+
+  /** When a request arriving at `t` is decided: at `t`, or at the end of the server's stall in course. */
   private stalledAt(t: number): number {
     if (!this.serverStall) return t;
-    while (this.stall0.end <= t) this.nextStall(this.stall0.end);
-    return this.stall0.start <= t ? this.stall0.end : t;
+    while (this.stallAhead.end <= t) this.nextStall(this.stallAhead.end);
+    return this.stallAhead.start <= t ? this.stallAhead.end : t;
   }
 
   private decide(t: number): { ok: true } | { ok: false; status: number; header: string | null; until: number | null } {
