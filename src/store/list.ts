@@ -172,6 +172,9 @@ function prepareList(db: DB) {
       ON CONFLICT(sku_id) DO UPDATE SET list_fingerprint = excluded.list_fingerprint, listed_walk_id = excluded.listed_walk_id,
         pending_walk_id = COALESCE(excluded.pending_walk_id, sku_sync.pending_walk_id)`),
     setListCheckpoint: p("UPDATE sync_runs SET list_cursor = ?, list_done = ?, skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
+    addListed: p("UPDATE sync_runs SET skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
+    listedInWalk: p("SELECT 1 AS listed FROM sku_sync WHERE sku_id = ? AND listed_walk_id = ?"),
+    countListedInWalk: p("SELECT count(*) AS n FROM sku_sync WHERE listed_walk_id = ?"),
 
     missSkus: p(`UPDATE skus SET missed_walks = missed_walks + 1
       WHERE deleted_at IS NULL AND id IN (SELECT sku_id FROM sku_sync WHERE listed_walk_id IS NOT ? )`),
@@ -237,21 +240,46 @@ export class ListWriter {
    */
   savePage<R extends string>(run: RunState, items: ListItem[], nextCursor: string | null, decide: PlanDecision<R>): Array<Queued<R>> {
     return this.db.transaction(() => {
-      const now = iso();
-      const queued: Array<Queued<R>> = [];
-      for (const item of items) {
-        this.outbox.row(run.id, now, "sku", item.id, null, storedSkuFields(this.s.skuBefore.get({ id: item.id }) as never), skuFields(item));
-        this.s.upsertSku.run(skuParams(item, item.totalQuantity, now));
-        this.s.deleteRootQty.run(item.id);
-        for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
-        const fingerprint = listFingerprint(item);
-        const reason = decide(item, fingerprint, this.s.getSkuSync.get(item.id) as PreviousState | undefined);
-        if (reason) queued.push({ id: item.id, reason });
-        this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: reason ? run.walkId : null });
-      }
+      const queued = this.saveItems(run, items, decide);
       this.s.setListCheckpoint.run(nextCursor, nextCursor === null ? 1 : 0, items.length, queued.length, run.id);
       return queued;
     })();
+  }
+
+  /**
+   * A page of a walk of the list again (sync/list-walk.ts, walkAgainIfChanged): of its items, those this
+   * walk had not listed are saved and planned as any page's; the others were saved when it listed them.
+   * The walk's checkpoint stays where the walk ended.
+   */
+  saveUnlisted<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>): { queued: Array<Queued<R>>; unlisted: number } {
+    return this.db.transaction(() => {
+      const unlisted = items.filter((item) => !this.s.listedInWalk.get(item.id, run.walkId));
+      const queued = this.saveItems(run, unlisted, decide);
+      this.s.addListed.run(unlisted.length, queued.length, run.id);
+      return { queued, unlisted: unlisted.length };
+    })();
+  }
+
+  /** SKUs this walk has listed so far (each once, however many times pages listed it). */
+  countListedInWalk(walkId: number): number {
+    return (this.s.countListedInWalk.get(walkId) as { n: number }).n;
+  }
+
+  /** Listed SKUs upserted with their root quantities; `decide` says which are queued in this walk. Inside the caller's transaction. */
+  private saveItems<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>): Array<Queued<R>> {
+    const now = iso();
+    const queued: Array<Queued<R>> = [];
+    for (const item of items) {
+      this.outbox.row(run.id, now, "sku", item.id, null, storedSkuFields(this.s.skuBefore.get({ id: item.id }) as never), skuFields(item));
+      this.s.upsertSku.run(skuParams(item, item.totalQuantity, now));
+      this.s.deleteRootQty.run(item.id);
+      for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
+      const fingerprint = listFingerprint(item);
+      const reason = decide(item, fingerprint, this.s.getSkuSync.get(item.id) as PreviousState | undefined);
+      if (reason) queued.push({ id: item.id, reason });
+      this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: reason ? run.walkId : null });
+    }
+    return queued;
   }
 
   /**

@@ -110,6 +110,14 @@ export class Store {
   saveLastPage<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>, deleteAfterMisses: number, spared?: ReadonlySet<string>): { queued: Array<Queued<R>>; deleted: number } {
     return this.list.saveLastPage(run, items, decide, deleteAfterMisses, spared);
   }
+  /** Of a page of a walk of the list again, the SKUs this walk had not listed, saved and planned (ListWriter.saveUnlisted). */
+  saveUnlisted<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>): { queued: Array<Queued<R>>; unlisted: number } {
+    return this.list.saveUnlisted(run, items, decide);
+  }
+  /** SKUs this walk has listed so far. */
+  countListedInWalk(walkId: number): number {
+    return this.list.countListedInWalk(walkId);
+  }
   /** SKUs the end of this walk would mark deleted unless its last page lists them (ListWriter.deletionSuspects). */
   deletionSuspects(run: RunState, lastPage: readonly ListItem[], deleteAfterMisses: number): string[] {
     return this.list.deletionSuspects(run, lastPage, deleteAfterMisses);

@@ -19,7 +19,9 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
     // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
     if (run.resumedFrom) for (const id of ctx.store.pendingSkus(run.walkId)) await feed.offer(id);
     if (!run.listDone) {
-      if (!(await walkListPages(ctx))) return;
+      const counts = await walkListPages(ctx);
+      if (counts === null) return;
+      if (!(await walkAgainIfChanged(ctx, counts))) return;
       if (ctx.incremental) await queueReverification(ctx);
     }
     if (tally.total === null) tally.total = tally.alreadyDone + feed.enqueued;
@@ -35,10 +37,17 @@ async function saveLocationTree(ctx: RunContext): Promise<void> {
   ctx.tally.locations = ctx.store.saveLocations(ctx.run.id, loc.locations, ctx.deleteAfterMisses).seen;
 }
 
-/** Every list page from the walk's checkpoint on. False when the run stopped before the walk's end. */
-async function walkListPages(ctx: RunContext): Promise<boolean> {
+/** The workspace's SKU count (summary.skuCount) at the first and the last page this run fetched of a walk; null where a page had none. */
+interface ListCounts {
+  first: number | null;
+  last: number | null;
+}
+
+/** Every list page from the walk's checkpoint on, and the counts its pages gave. Null when the run stopped before the walk's end. */
+async function walkListPages(ctx: RunContext): Promise<ListCounts | null> {
   const { run, stop, tally } = ctx;
   let snapshotSaved = false;
+  const counts: ListCounts = { first: null, last: null };
   for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, stop.signal)) {
     if (page.restarted) {
       ctx.store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
@@ -50,8 +59,49 @@ async function walkListPages(ctx: RunContext): Promise<boolean> {
       snapshotSaved = true;
     }
     if (page.summary?.skuCount != null && tally.total === null && !ctx.incremental) tally.total = page.summary.skuCount;
+    counts.first ??= page.summary?.skuCount ?? null;
+    counts.last = page.summary?.skuCount ?? null;
     await savePageAndQueue(ctx, page);
-    if (stop.signal.aborted) return false;
+    if (stop.signal.aborted) return null;
+  }
+  return counts;
+}
+
+/**
+ * Walks of the list again, at most, after a walk under which the list changed (walkAgainIfChanged).
+ * One: a SKU skipped by both walks needs a second removal landing just so, and the next run's walk
+ * lists it anyway.
+ */
+const LIST_WALKS_AGAIN = 1;
+
+/**
+ * A server paging by offset skips a SKU when one it listed is removed mid-walk (the SKUs after it move
+ * up a place), and a SKU created mid-walk behind the position is not listed (docs/server-variance.md,
+ * row 31). In a database that has the skipped SKU, the end of the walk asks for it (spareListedElsewhere);
+ * in a fresh one nothing knew it, and a `sync --full` ended without it. So when the count the pages gave
+ * changed under the walk, or differs from the SKUs it listed, the list is walked again (a page per
+ * `listPageSize` SKUs) and what it had not listed is saved and planned. A server whose pages give no
+ * count is not walked again. False when the run stopped meanwhile.
+ */
+async function walkAgainIfChanged(ctx: RunContext, counts: ListCounts): Promise<boolean> {
+  const { run, stop, tally, store } = ctx;
+  for (let walk = 0; walk < LIST_WALKS_AGAIN; walk++) {
+    const listed = store.countListedInWalk(run.walkId);
+    const known = [counts.first, counts.last].filter((c): c is number => c !== null);
+    if (!known.some((c) => c !== listed)) return true;
+    let found = 0;
+    for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: null }, stop.signal)) {
+      const { queued, unlisted } = await store.grouped(() => store.saveUnlisted(run, page.items, ctx.planner.reason));
+      found += unlisted;
+      tally.listed += unlisted;
+      await queueForWorkers(ctx, queued);
+      if (stop.signal.aborted) return false;
+      counts.last = page.summary?.skuCount ?? counts.last;
+    }
+    const message = `the list changed under its walk (${counts.first ?? "?"} SKUs at its first page, ${counts.last ?? "?"} at its last, ${listed} listed): walked it again and found ${found} SKU${found === 1 ? "" : "s"} it had not listed`;
+    store.journal(run.id, { kind: "info", endpoint: "list", message });
+    ctx.logger.info({ found }, message);
+    counts.first = counts.last;
   }
   return true;
 }
@@ -75,10 +125,15 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> 
   const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, SKU_DELETE_AFTER_MISSES, spared));
   if (deleted !== null) tally.deleted = deleted;
   tally.listed += page.items.length;
-  tally.planned += queued.length;
   ctx.logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: tally.listed }, "list page saved");
+  await queueForWorkers(ctx, queued);
+}
+
+/** The SKUs a page planned, counted and fed to the workers. */
+async function queueForWorkers(ctx: RunContext, queued: ReadonlyArray<{ id: string; reason: keyof RunContext["tally"]["plan"] }>): Promise<void> {
+  ctx.tally.planned += queued.length;
   for (const q of queued) {
-    tally.plan[q.reason]++;
+    ctx.tally.plan[q.reason]++;
     await ctx.feed.offer(q.id, false, q.reason === "repolled");
   }
 }

@@ -116,3 +116,39 @@ describe("a SKU removed while its own history is walked", () => {
     expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
   });
 });
+
+describe.each([
+  { cursorPosition: "offset", summaryOnce: false },
+  { cursorPosition: "keyset", summaryOnce: false },
+  { cursorPosition: "offset", summaryOnce: true },
+] as const)(
+  "a SKU removed between two list pages of a fresh database's first sync --full, cursors by $cursorPosition, summary on the first page only: $summaryOnce",
+  ({ cursorPosition, summaryOnce }) => {
+    let sim: RunningSimulator;
+    let dir: string;
+    let db: string;
+
+    beforeAll(async () => {
+      sim = await startSimulator({ seed: 31, skus: 30, historyDepth: 12, apiKey: KEY, variance: { cursorPosition, summaryOnce, maxPageSize: 8 }, liveWrites: { listRemovals: 1 } });
+      dir = mkdtempSync(join(tmpdir(), "im-live-fresh-"));
+      db = join(dir, "fresh.db");
+    });
+    afterAll(async () => {
+      await sim?.close();
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it("walks the list again when its count changed under the walk, and ends equal to ground truth with no SKU skipped", async () => {
+      const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-removal"]);
+      expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+      // By offset the page after the removal skipped one SKU, which only the second walk lists.
+      const again = withDb(db, (d) =>
+        d.prepare("SELECT message FROM sync_journal WHERE run_id = ? AND endpoint = 'list' AND message LIKE 'the list changed under its walk%'").all(lastRun(db).id),
+      ) as Array<{ message: string }>;
+      expect(again).toHaveLength(1);
+      expect(again[0]!.message).toContain(cursorPosition === "offset" ? "1 SKU it had not listed" : "0 SKUs it had not listed");
+    });
+  },
+);

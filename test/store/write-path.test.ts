@@ -153,6 +153,29 @@ describe("the end of a list walk", () => {
     expect(db.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL").all()).toEqual([{ id: OTHER }]);
   });
 
+  it("a walk of the list again saves and plans only what this walk had not listed, and leaves its checkpoint where the walk ended", async () => {
+    const THIRD = "2d3e4f5a-6b7c-4d8e-9fa0-b1c2d3e4f5a6";
+    const run = store.startRun("full");
+    store.savePage(run, [item(SKU)], "c1", () => "new");
+    await store.grouped(() => store.saveLastPage(run, [item(OTHER)], () => "new", 1));
+    expect(store.countListedInWalk(run.walkId)).toBe(2);
+    const decided: string[] = [];
+    const again = store.saveUnlisted(run, [item(SKU), item(THIRD), item(OTHER)], (i) => {
+      decided.push((i as { id: string }).id);
+      return "new";
+    });
+    expect(again).toEqual({ queued: [{ id: THIRD, reason: "new" }], unlisted: 1 });
+    expect(decided).toEqual([THIRD]);
+    expect(store.countListedInWalk(run.walkId)).toBe(3);
+    expect(db.prepare("SELECT list_cursor, list_done, skus_listed, skus_planned FROM sync_runs WHERE id = ?").get(run.id)).toEqual({
+      list_cursor: null,
+      list_done: 1,
+      skus_listed: 3,
+      skus_planned: 3,
+    });
+    expect(db.prepare("SELECT pending_walk_id FROM sku_sync WHERE sku_id = ?").get(THIRD)).toEqual({ pending_walk_id: run.walkId });
+  });
+
   it("the decision function sees the store's state of each listed SKU and its reason is what is queued", () => {
     const run = store.startRun("full");
     const seen: unknown[] = [];
