@@ -36,6 +36,7 @@ import type { VarianceOptions } from "./variance.js";
 import type { HostileTextOptions } from "./hostile-text.js";
 import type { EndlessCursorOptions } from "./hostile-cursor.js";
 import type { LiveWrite, LiveWriteOptions } from "./live-writes.js";
+import type { StallOptions } from "./stalls.js";
 
 export interface SimulatorOptions extends ModelOptions {
   /** Default: random `sim_` + 32 hex characters. */
@@ -65,6 +66,8 @@ export interface SimulatorOptions extends ModelOptions {
   latencyJitterMs?: number;
   /** The share of the latency spent before the quota's decision, the way in (0-1, default 0: all of it after). */
   latencyInboundShare?: number;
+  /** Now and then (every `everyMs` on average, seeded) the server decides nothing for up to `ms`, then decides what arrived at once (stalls.ts). */
+  stall?: StallOptions;
 }
 
 export interface RunningSimulator {
@@ -107,6 +110,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     ...(opts.endlessCursors ? { endlessCursors: opts.endlessCursors } : {}),
     ...(opts.liveWrites ? { liveWrites: opts.liveWrites } : {}),
     latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0, inboundShare: opts.latencyInboundShare ?? 0 },
+    stall: opts.stall ?? null,
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;

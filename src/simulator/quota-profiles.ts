@@ -65,6 +65,10 @@ export const QUOTA_PROFILES: Record<string, ServerProfile> = {
     about: "every response leaves 20 ± 5 ms after its request arrived (after the quota's decision)",
     options: { latencyMs: 20, latencyJitterMs: 5 },
   },
+  "quota-stalls": {
+    about: "now and then (every second on average, seeded) the server decides nothing for up to 30 ms, then decides every request that arrived meanwhile at once",
+    options: { stall: { everyMs: 1000, ms: 30 } },
+  },
   "quota-latency-100ms": {
     about: "every response leaves 100 ± 15 ms after its request arrived, with a 100 req/s bucket of 20",
     options: { latencyMs: 100, latencyJitterMs: 15, quota: { requestsPerSecond: 100, burst: 20 } },

@@ -2,7 +2,7 @@
  * The HTTP face of the simulator (node:http, keep-alive on).
  *
  * API pipeline, in order: stats + Retry-After check on arrival → the way in (the latency's inbound
- * share, if set) → the limit before authentication (429, if set) → auth (401) → quota (429) → the
+ * share, if set) → the server's own stall in course, if any (stalls.ts) → the limit before authentication (429, if set) → auth (401) → quota (429) → the
  * way back (the rest of the latency, if set) → route (404) / method (405) → faults → the endpoint.
  *
  * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. By default
@@ -27,6 +27,7 @@ import { CursorCodec } from "./cursor.js";
 import { DEFAULT_OVERSIZE_BYTES, FaultEngine, faultRetryAfter, oversizeFrame, parseFaultSpec, PROXY_ERROR_PAGE, validateFaultRule, withoutRequiredField, type FaultRule } from "./faults.js";
 import type { SimModel } from "./model.js";
 import { createRng, type Rng } from "./prng.js";
+import { ServerStalls, type StallOptions } from "./stalls.js";
 import { createQuota, quotaRetryAfter, retryAfterDeadline, SharedQuota, type Quota, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
@@ -65,6 +66,8 @@ export interface SimServerOptions {
   variance?: VarianceOptions;
   /** Every API response is delayed by ms ± jitterMs (uniform, seeded); null or ms 0 = none. `inboundShare` of it (0-1, default 0) comes before the quota's decision. */
   latency?: { ms: number; jitterMs?: number; inboundShare?: number } | null;
+  /** Now and then the server decides nothing for up to `ms`, then decides what arrived meanwhile at once (stalls.ts); null = never. */
+  stall?: StallOptions | null;
   /** A hostile server's text: control sequences in names, the Authorization header echoed (hostile-text.ts). */
   hostileText?: HostileTextOptions;
   /** Paging that never ends, for chosen SKUs' history and/or the list (hostile-cursor.ts). */
@@ -86,6 +89,7 @@ export class SimServer {
   private preAuth: Quota | null = null;
   private preAuthOptions: QuotaOptions | null = null;
   private readonly latency: Latency | null;
+  private readonly stalls: ServerStalls | null;
   private faults: FaultEngine;
   private readonly sockets = new Set<Socket>();
   /** Pending `slow` delays, released at close so nothing keeps the process alive. */
@@ -111,6 +115,8 @@ export class SimServer {
     this.cursors = this.shaper.options.cursorStyle === "url-hostile" ? new HostileCursorCodec(secret) : new CursorCodec(secret);
     this.faults = new FaultEngine([], o.seed);
     this.latency = latencyOf(o.latency, o.seed);
+    const stallRng = createRng(o.seed, "stall");
+    this.stalls = o.stall ? new ServerStalls(o.stall, () => stallRng.next(), Date.now()) : null;
     this.setFaults(o.faults);
     this.setQuota(o.quota);
     this.setPreAuthLimit(o.preAuthLimit ?? null);
@@ -215,6 +221,13 @@ export class SimServer {
     const legs = this.latency ? latencyLegs(this.latency) : null;
     if (legs && legs.inMs > 0) {
       await this.wait(legs.inMs, res);
+      if (res.destroyed || this.closing) return;
+    }
+    // The server's own stall (stalls.ts): what arrives in it is decided at its end.
+    const stalledMs = this.stalls ? this.stalls.decidedAt(Date.now()) - Date.now() : 0;
+    if (stalledMs > 0) {
+      this.stats.stalledRequest();
+      await this.wait(stalledMs, res);
       if (res.destroyed || this.closing) return;
     }
     const before = this.preAuth ? this.preAuth.take() : null;

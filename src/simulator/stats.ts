@@ -36,6 +36,8 @@ export interface SimStats {
   peakConnections: number;
   /** Times each fault kind changed a response. */
   faultsFired: Partial<Record<FaultKind, number>>;
+  /** Requests that arrived in one of the server's own stalls and were decided at its end (option stall); 0 without them. */
+  stalled: number;
   /** Another client spending the quota (quota option otherClientRps): its requests since the quota was set, and the ones refused; null without one. */
   otherClient?: { requests: number; refused: number } | null;
 }
@@ -52,6 +54,7 @@ export class StatsCollector {
   private firstAt: number | null = null;
   private lastEnd: number | null = null;
   private faultsFired: Partial<Record<FaultKind, number>> = {};
+  private stalled = 0;
   private inFlight = 0;
   private maxConcurrent = 0;
   private open = 0;
@@ -92,6 +95,11 @@ export class StatsCollector {
     this.preAuthLimited++;
   }
 
+  /** A request arrived in the server's own stall (stalls.ts). */
+  stalledRequest(): void {
+    this.stalled++;
+  }
+
   fault(kind: FaultKind): void {
     this.faultsFired[kind] = (this.faultsFired[kind] ?? 0) + 1;
   }
@@ -121,6 +129,7 @@ export class StatsCollector {
       openConnections: this.open,
       peakConnections: this.peak,
       faultsFired: { ...this.faultsFired },
+      stalled: this.stalled,
     };
   }
 
@@ -136,6 +145,7 @@ export class StatsCollector {
     this.firstAt = null;
     this.lastEnd = null;
     this.faultsFired = {};
+    this.stalled = 0;
     this.maxConcurrent = this.inFlight;
     this.peak = this.open;
     this.ledger.clearViolations();

@@ -228,6 +228,24 @@ describe("workspace quota behind latency on the way in as well as the way back",
   });
 });
 
+describe("workspace quota of a server that stalls", () => {
+  // A busy server holds what arrives in its own stall and decides it all at once at its end (stalls of up
+  // to 30 ms here about every 200 ms): the tokens of that batch are taken together, not when we sent them.
+  let stalling: RunningSimulator;
+  beforeAll(async () => {
+    stalling = await startSimulator({ seed: 26, skus: 60, apiKey: KEY, quota: { requestsPerSecond: 100, burst: 5 }, stall: { everyMs: 200, ms: 30 } });
+  });
+  afterAll(async () => {
+    await stalling?.close();
+  });
+
+  it("a full sync under 100 requests/s (burst 5) whose server stalls ends equal to ground truth with no Retry-After violated, and requests were held in stalls", async () => {
+    const { stats } = await fullSync(stalling, "stalls.db");
+    expect(stats.requests).toBeGreaterThan(120);
+    expect(stats.stalled).toBeGreaterThan(0);
+  });
+});
+
 describe("workspace window behind a limit before authentication", () => {
   // The document names both: a quota per workspace and a limit before authentication. A window's allowance
   // sent at once meets the per-client bucket in front of it; each of that bucket's 429s (a second's wait) was

@@ -6,6 +6,7 @@
  * `--quota-sliding N/S`: at most N requests in any S seconds, a refusal naming when the oldest
  * admission leaves the log; two quotas at once, or a malformed N/S, are configuration errors.
  * `--preauth-rps N`: a limit before authentication, ahead of the key check, in its own Retry-After form.
+ * `--stall-ms MS [--stall-every-ms MS]`: the server's own stalls; requests arriving in one are held to its end.
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
@@ -115,5 +116,37 @@ describe("simulate --preauth-rps", () => {
     const form = await runCli(["simulate", "--port", "0", "--preauth-rps", "5", "--preauth-retry-after", "later"]);
     expect(form.code).toBe(2);
     expect(form.stderr).toMatch(/--preauth-retry-after: expected seconds, date, date-floor, none, got "later"/);
+  });
+});
+
+describe("simulate --stall-ms", () => {
+  it("requests arriving in the server's own stalls are held and then answered, and the stats count them", async () => {
+    // Stalls of up to 40 ms every 20 ms on average: about half of the time is a stall.
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--stall-ms", "40", "--stall-every-ms", "20"]);
+    const auth = { authorization: `Bearer ${KEY}` };
+    const statsNow = async () => (await (await fetch(`${base}/_sim/stats`, { headers: auth })).json()) as { stalled: number; accepted: number; requests: number };
+    const stats = await waitFor(
+      async () => {
+        const r = await fetch(`${base}/v1/external/workspace`, { headers: auth });
+        expect(r.status).toBe(200);
+        await r.text();
+        const s = await statsNow();
+        return s.stalled > 0 ? s : undefined;
+      },
+      () => "a request held in a stall",
+    );
+    expect(stats.accepted).toBe(stats.requests);
+  });
+
+  it("--stall-every-ms without --stall-ms, or a length that is not a whole number, is a configuration error saying which", async () => {
+    const alone = await runCli(["simulate", "--port", "0", "--stall-every-ms", "500"]);
+    expect(alone.code).toBe(2);
+    expect(alone.stderr).toMatch(/--stall-every-ms needs --stall-ms/);
+    const bad = await runCli(["simulate", "--port", "0", "--stall-ms", "soon"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--stall-ms: expected a whole number >= 0, got "soon"/);
+    const zero = await runCli(["simulate", "--port", "0", "--stall-ms", "30", "--stall-every-ms", "0"]);
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toMatch(/--stall-every-ms: expected a whole number >= 1, got "0"/);
   });
 });

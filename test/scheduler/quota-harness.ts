@@ -8,6 +8,7 @@
 import { ApiError } from "../../src/core/errors.js";
 import type { LearnedQuota } from "../../src/scheduler/rate-control.js";
 import { RequestScheduler, type Clock, type SchedulerEvent } from "../../src/scheduler/scheduler.js";
+import { ServerStalls } from "../../src/simulator/stalls.js";
 
 class VirtualClock implements Clock {
   t = Date.UTC(2026, 10, 24, 12, 0, 0, 123);
@@ -159,10 +160,10 @@ class ModelServer {
     private readonly clock: VirtualClock,
     private readonly random: () => number,
     private readonly stall: { probability: number; ms: number } | undefined,
-    private readonly serverStall: { everyMs: number; ms: number } | undefined,
-    private readonly stallRandom: () => number,
+    serverStall: { everyMs: number; ms: number } | undefined,
+    stallRandom: () => number,
   ) {
-    if (serverStall) this.nextStall(clock.now());
+    this.stalls = serverStall ? new ServerStalls(serverStall, stallRandom, clock.now()) : null;
     this.tokens = shape.startTokens ?? shape.burst;
     this.last = clock.now();
     this.preTokens = shape.preAuth?.burst ?? 0;
@@ -191,21 +192,12 @@ class ModelServer {
     throw new ApiError(`HTTP ${decision.status}`, { kind: "http", endpoint: "detail", status: decision.status, retryAfter: decision.header });
   }
 
-  /** The server's next (or current) stall (serverStall), as [start, end). */
-  private stallAhead = { start: Infinity, end: -Infinity };
-
-  /** The stall after `after`: an exponential gap of `everyMs` on average, lasting up to `ms`. */
-  private nextStall(after: number): void {
-    const s = this.serverStall!;
-    const start = after + -Math.log(1 - this.stallRandom()) * s.everyMs;
-    this.stallAhead = { start, end: start + this.stallRandom() * s.ms };
-  }
+  /** The server's own stalls (serverStall): the simulator's model (src/simulator/stalls.ts), in virtual time. */
+  private readonly stalls: ServerStalls | null;
 
   /** When a request arriving at `t` is decided: at `t`, or at the end of the server's stall in course. */
   private stalledAt(t: number): number {
-    if (!this.serverStall) return t;
-    while (this.stallAhead.end <= t) this.nextStall(this.stallAhead.end);
-    return this.stallAhead.start <= t ? this.stallAhead.end : t;
+    return this.stalls ? this.stalls.decidedAt(t) : t;
   }
 
   private decide(t: number): { ok: true } | { ok: false; status: number; header: string | null; until: number | null } {

@@ -24,7 +24,10 @@ function requestsPerWindow(value: string, flag: string): { requests: number; win
   return { requests: Number(m[1]), windowSeconds: Number(m[2]) };
 }
 
-/** --quota-window, --quota-sliding, --quota-retry-after, --quota-other-client-rps, --latency-ms, --latency-jitter-ms, --latency-inbound-share (after --profile and --quota-rps). */
+/** The mean gap between the server's stalls when --stall-ms gives none: a few stalls in a run of seconds. */
+const DEFAULT_STALL_EVERY_MS = 1_000;
+
+/** --quota-window, --quota-sliding, --quota-retry-after, --quota-other-client-rps, --latency-ms, --latency-jitter-ms, --latency-inbound-share, --stall-ms (after --profile and --quota-rps). */
 function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
   const sliding = v["quota-sliding"] as string | undefined;
@@ -55,6 +58,18 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     if (!(opts.latencyMs ?? 0) && !(opts.latencyJitterMs ?? 0)) throw new ConfigError("--latency-inbound-share needs a latency (--latency-ms or a latency profile)");
     opts.latencyInboundShare = n;
   }
+  applyStalls(opts, v);
+}
+
+/** --stall-ms, --stall-every-ms: the server's own stalls (simulator/stalls.ts). */
+function applyStalls(opts: SimulatorOptions, v: CliValues): void {
+  const ms = int(v["stall-ms"], "stall-ms");
+  const every = int(v["stall-every-ms"], "stall-every-ms", 1);
+  if (ms === undefined) {
+    if (every !== undefined) throw new ConfigError("--stall-every-ms needs --stall-ms");
+    return;
+  }
+  opts.stall = { ms, everyMs: every ?? opts.stall?.everyMs ?? DEFAULT_STALL_EVERY_MS };
 }
 
 /** --preauth-rps, --preauth-burst, --preauth-retry-after: the limit before authentication (server.ts). */
