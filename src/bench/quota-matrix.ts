@@ -87,6 +87,14 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 200, burst: 5 },
   },
   {
+    name: "bucket-200-burst-5-server-stalls",
+    about: "token bucket 200 req/s, burst 5, the server stalling up to 30 ms about every second (simulate --stall-ms): what arrived in a stall is decided at once at its end",
+    skus: 2000,
+    seed: 138,
+    quota: { requestsPerSecond: 200, burst: 5 },
+    args: ["--stall-ms", "30", "--stall-every-ms", "1000"],
+  },
+  {
     name: "bucket-100-burst-2",
     about: "token bucket 100 req/s, burst 2 (the first requests' wave after the list page passes one, as a bucket of one token's does)",
     skus: 1000,
