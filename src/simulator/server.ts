@@ -2,8 +2,9 @@
  * The HTTP face of the simulator (node:http, keep-alive on).
  *
  * API pipeline, in order: stats + Retry-After check on arrival → the way in (the latency's inbound
- * share, if set) → the server's own stall in course, if any (stalls.ts) → the limit before authentication (429, if set) → auth (401) → quota (429) → the
- * way back (the rest of the latency, if set) → route (404) / method (405) → faults → the endpoint.
+ * share, if set) → the server's own stall in course, if any (stalls.ts) → the limit before
+ * authentication (429, if set) → auth (401) → quota (429) → the way back (the rest of the latency,
+ * if set) → route (404) / method (405) → faults → the endpoint.
  *
  * Latency (`latencyMs` ± `latencyJitterMs`, seeded) stands for a server far away. By default
  * the whole round trip is spent after the quota's decision: the quota sees each request the
@@ -224,7 +225,8 @@ export class SimServer {
       if (res.destroyed || this.closing) return;
     }
     // The server's own stall (stalls.ts): what arrives in it is decided at its end.
-    const stalledMs = this.stalls ? this.stalls.decidedAt(Date.now()) - Date.now() : 0;
+    const arrived = Date.now();
+    const stalledMs = this.stalls ? this.stalls.decidedAt(arrived) - arrived : 0;
     if (stalledMs > 0) {
       this.stats.stalledRequest();
       await this.wait(stalledMs, res);
