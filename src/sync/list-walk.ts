@@ -68,41 +68,31 @@ async function walkListPages(ctx: RunContext): Promise<ListCounts | null> {
 }
 
 /**
- * Walks of the list again, at most, after a walk under which the list changed (walkAgainIfChanged).
- * One: a SKU skipped by both walks needs a second removal landing just so, and the next run's walk
- * lists it anyway.
- */
-const LIST_WALKS_AGAIN = 1;
-
-/**
  * A server paging by offset skips a SKU when one it listed is removed mid-walk (the SKUs after it move
  * up a place), and a SKU created mid-walk behind the position is not listed (docs/server-variance.md,
  * row 31). In a database that has the skipped SKU, the end of the walk asks for it (spareListedElsewhere);
  * in a fresh one nothing knew it, and a `sync --full` ended without it. So when the count the pages gave
- * changed under the walk, or differs from the SKUs it listed, the list is walked again (a page per
- * `listPageSize` SKUs) and what it had not listed is saved and planned. A server whose pages give no
- * count is not walked again. False when the run stopped meanwhile.
+ * changed under the walk, or differs from the SKUs it listed, the list is walked once more (a page per
+ * `listPageSize` SKUs) and what it had not listed is saved and planned. Once: a SKU skipped by both walks
+ * needs a second removal landing just so, and the next run's walk lists it anyway. A server whose pages
+ * give no count is not walked again. False when the run stopped meanwhile.
  */
 async function walkAgainIfChanged(ctx: RunContext, counts: ListCounts): Promise<boolean> {
   const { run, stop, tally, store } = ctx;
-  for (let walk = 0; walk < LIST_WALKS_AGAIN; walk++) {
-    const listed = store.countListedInWalk(run.walkId);
-    const known = [counts.first, counts.last].filter((c): c is number => c !== null);
-    if (!known.some((c) => c !== listed)) return true;
-    let found = 0;
-    for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: null }, stop.signal)) {
-      const { queued, unlisted } = await store.grouped(() => store.saveUnlisted(run, page.items, ctx.planner.reason));
-      found += unlisted;
-      tally.listed += unlisted;
-      await queueForWorkers(ctx, queued);
-      if (stop.signal.aborted) return false;
-      counts.last = page.summary?.skuCount ?? counts.last;
-    }
-    const message = `the list changed under its walk (${counts.first ?? "?"} SKUs at its first page, ${counts.last ?? "?"} at its last, ${listed} listed): walked it again and found ${found} SKU${found === 1 ? "" : "s"} it had not listed`;
-    store.journal(run.id, { kind: "info", endpoint: "list", message });
-    ctx.logger.info({ found }, message);
-    counts.first = counts.last;
+  const listed = store.countListedInWalk(run.walkId);
+  const known = [counts.first, counts.last].filter((c): c is number => c !== null);
+  if (!known.some((c) => c !== listed)) return true;
+  let found = 0;
+  for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: null }, stop.signal)) {
+    const { queued, unlisted } = await store.grouped(() => store.saveUnlisted(run, page.items, ctx.planner.reason));
+    found += unlisted;
+    tally.listed += unlisted;
+    await queueForWorkers(ctx, queued);
+    if (stop.signal.aborted) return false;
   }
+  const message = `the list changed under its walk (${counts.first ?? "?"} SKUs at its first page, ${counts.last ?? "?"} at its last, ${listed} listed): walked it again and found ${found} SKU${found === 1 ? "" : "s"} it had not listed`;
+  store.journal(run.id, { kind: "info", endpoint: "list", message });
+  ctx.logger.info({ found }, message);
   return true;
 }
 

@@ -150,5 +150,15 @@ describe.each([
       expect(again).toHaveLength(1);
       expect(again[0]!.message).toContain(cursorPosition === "offset" ? "1 SKU it had not listed" : "0 SKUs it had not listed");
     });
+
+    it("a rerun under which nothing changed walks the list once: one request per page, and no walk again", async () => {
+      sim.resetStats();
+      const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+      expect(r.code, r.stdout + r.stderr).toBe(0);
+      expect(sim.stats().byEndpoint.list).toBe(Math.ceil(sim.groundTruth().skus.length / 8));
+      const again = withDb(db, (d) => d.prepare("SELECT count(*) AS n FROM sync_journal WHERE run_id = ? AND message LIKE 'the list changed under its walk%'").get(lastRun(db).id));
+      expect(again).toEqual({ n: 0 });
+      expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    });
   },
 );

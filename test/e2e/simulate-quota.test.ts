@@ -120,9 +120,12 @@ describe("simulate --preauth-rps", () => {
 });
 
 describe("simulate --stall-ms", () => {
-  it("requests arriving in the server's own stalls are held and then answered, and the stats count them", async () => {
-    // Stalls of up to 40 ms every 20 ms on average: about half of the time is a stall.
-    const base = await startSimulate(["--port", "0", "--skus", "3", "--stall-ms", "40", "--stall-every-ms", "20"]);
+  // Stalls of up to 40 ms (30 ms: the profile's) every 20 ms on average: about half of the time is a stall.
+  it.each([
+    ["--stall-ms", "40", "--stall-every-ms", "20"],
+    ["--profile", "quota-stalls", "--stall-every-ms", "20"],
+  ])("%s %s %s %s: requests arriving in the server's own stalls are held and then answered, and the stats count them", async (...flags) => {
+    const base = await startSimulate(["--port", "0", "--skus", "3", ...flags]);
     const auth = { authorization: `Bearer ${KEY}` };
     const statsNow = async () => (await (await fetch(`${base}/_sim/stats`, { headers: auth })).json()) as { stalled: number; accepted: number; requests: number };
     const stats = await waitFor(
@@ -141,7 +144,7 @@ describe("simulate --stall-ms", () => {
   it("--stall-every-ms without --stall-ms, or a length that is not a whole number, is a configuration error saying which", async () => {
     const alone = await runCli(["simulate", "--port", "0", "--stall-every-ms", "500"]);
     expect(alone.code).toBe(2);
-    expect(alone.stderr).toMatch(/--stall-every-ms needs --stall-ms/);
+    expect(alone.stderr).toMatch(/--stall-every-ms needs --stall-ms \(or the quota-stalls profile\)/);
     const bad = await runCli(["simulate", "--port", "0", "--stall-ms", "soon"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--stall-ms: expected a whole number >= 0, got "soon"/);

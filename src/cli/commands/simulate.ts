@@ -65,11 +65,9 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
 function applyStalls(opts: SimulatorOptions, v: CliValues): void {
   const ms = int(v["stall-ms"], "stall-ms");
   const every = int(v["stall-every-ms"], "stall-every-ms", 1);
-  if (ms === undefined) {
-    if (every !== undefined) throw new ConfigError("--stall-every-ms needs --stall-ms");
-    return;
-  }
-  opts.stall = { ms, everyMs: every ?? opts.stall?.everyMs ?? DEFAULT_STALL_EVERY_MS };
+  if (ms === undefined && every !== undefined && !opts.stall) throw new ConfigError("--stall-every-ms needs --stall-ms (or the quota-stalls profile)");
+  if (ms === undefined && every === undefined) return;
+  opts.stall = { ms: ms ?? opts.stall!.ms, everyMs: every ?? opts.stall?.everyMs ?? DEFAULT_STALL_EVERY_MS };
 }
 
 /** --preauth-rps, --preauth-burst, --preauth-retry-after: the limit before authentication (server.ts). */
