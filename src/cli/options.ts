@@ -132,7 +132,7 @@ export const COMMANDS: CommandDef[] = [
         arg: "MS",
         help: "now and then decide nothing for up to MS, then decide every request that arrived meanwhile at once, as a busy server process does (default: never)",
       },
-      { name: "stall-every-ms", type: "string", arg: "MS", help: "the mean gap between those stalls, exponential and seeded (default 1000; needs --stall-ms)" },
+      { name: "stall-every-ms", type: "string", arg: "MS", help: "the mean gap between those stalls, exponential and seeded (default 1000; needs --stall-ms or the quota-stalls profile)" },
       { name: "profile", type: "string", arg: "NAME", multiple: true, help: "behave as another server the API document allows (repeatable; see docs/server-variance.md)" },
       { name: "fault", type: "string", arg: "SPEC", multiple: true, help: "inject a fault, e.g. 429:p=0.05,retry-after=date or 503:every=10 (repeatable; see README)" },
       { name: "churn", type: "string", arg: "PCT", help: "mutate this percentage of SKUs every --churn-interval seconds" },
