@@ -1,5 +1,5 @@
 -- inventory-mirror: the complete current schema (generated from migrations/ by 'npm run schema'; do not edit by hand).
--- A database at this schema has PRAGMA user_version = 6.
+-- A database at this schema has PRAGMA user_version = 7.
 
 CREATE TABLE changes (
   seq       INTEGER PRIMARY KEY AUTOINCREMENT, -- strictly increasing, in commit order
@@ -189,7 +189,7 @@ CREATE TABLE sync_runs (
   wait_ms             INTEGER NOT NULL DEFAULT 0,
   resume_after        TEXT,                -- partial runs: do not retry before this
   error               TEXT
-, skus_new INTEGER NOT NULL DEFAULT 0, skus_changed INTEGER NOT NULL DEFAULT 0, skus_repolled INTEGER NOT NULL DEFAULT 0, skus_retried INTEGER NOT NULL DEFAULT 0, skus_reverified INTEGER NOT NULL DEFAULT 0, requests_by_status TEXT NOT NULL DEFAULT '{}', request_budget INTEGER);
+, skus_new INTEGER NOT NULL DEFAULT 0, skus_changed INTEGER NOT NULL DEFAULT 0, skus_repolled INTEGER NOT NULL DEFAULT 0, skus_retried INTEGER NOT NULL DEFAULT 0, skus_reverified INTEGER NOT NULL DEFAULT 0, requests_by_status TEXT NOT NULL DEFAULT '{}', request_budget INTEGER, list_walk_again INTEGER NOT NULL DEFAULT 0);
 
 CREATE TABLE workspace (
   id          TEXT PRIMARY KEY,          -- workspace.id
@@ -396,4 +396,4 @@ BEGIN
   VALUES (new.rowid, new.name, new.code, new.sku_code, new.barcode, new.product_name, new.product_brand);
 END;
 
-PRAGMA user_version = 6;
+PRAGMA user_version = 7;

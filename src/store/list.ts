@@ -175,6 +175,7 @@ function prepareList(db: DB) {
     addListed: p("UPDATE sync_runs SET skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
     listedInWalk: p("SELECT 1 AS listed FROM sku_sync WHERE sku_id = ? AND listed_walk_id = ?"),
     countListedInWalk: p("SELECT count(*) AS n FROM sku_sync WHERE listed_walk_id = ?"),
+    setWalkAgain: p("UPDATE sync_runs SET list_walk_again = ? WHERE id = ?"),
 
     missSkus: p(`UPDATE skus SET missed_walks = missed_walks + 1
       WHERE deleted_at IS NULL AND id IN (SELECT sku_id FROM sku_sync WHERE listed_walk_id IS NOT ? )`),
@@ -285,7 +286,8 @@ export class ListWriter {
   /**
    * The last page of a walk and the end of the walk, as one unit: a run stopped after it
    * must not leave list_done set with the walk's deletions not applied, since a resumed run
-   * skips the list walk.
+   * skips the list walk. With them, whether the list is to be walked again (`walkAgain`, asked
+   * with the SKUs the walk listed), so a resumed run does what a stopped one had left of it.
    */
   saveLastPage<R extends string>(
     run: RunState,
@@ -293,11 +295,20 @@ export class ListWriter {
     decide: PlanDecision<R>,
     deleteAfterMisses: number,
     spared: ReadonlySet<string> = new Set(),
-  ): { queued: Array<Queued<R>>; deleted: number } {
+    walkAgain: (listed: number) => boolean = () => false,
+  ): { queued: Array<Queued<R>>; deleted: number; walkAgain: boolean } {
     return this.db.transaction(() => {
       const queued = this.savePage(run, items, null, decide);
-      return { queued, deleted: this.finishListWalk(run, deleteAfterMisses, spared) };
+      const deleted = this.finishListWalk(run, deleteAfterMisses, spared);
+      const again = walkAgain(this.countListedInWalk(run.walkId));
+      if (again) this.s.setWalkAgain.run(1, run.id);
+      return { queued, deleted, walkAgain: again };
     })();
+  }
+
+  /** The list's walk again (saveLastPage) is over: a run resumed from here does not walk it once more. */
+  walkedAgain(run: RunState): void {
+    this.s.setWalkAgain.run(0, run.id);
   }
 
   /**

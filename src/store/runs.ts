@@ -26,6 +26,8 @@ export interface RunState {
   /** Cursor of the next list page to fetch; null = start from the first page. */
   listCursor: string | null;
   listDone: boolean;
+  /** The walk's count moved under it and the list is to be walked once more (sync/list-walk.ts); a resumed run inherits it. */
+  listWalkAgain: boolean;
   resumedFrom: number | null;
 }
 
@@ -171,7 +173,7 @@ export function journalInRunInHand(dbPath: string, entries: JournalEntry[]): boo
 
 // ---- the writer ------------------------------------------------------------------------------------
 
-type ResumableRow = { id: number; mode: RunMode; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number };
+type ResumableRow = { id: number; mode: RunMode; status: RunStatus; walk_id: number; list_cursor: string | null; list_done: number; list_walk_again: number };
 
 /** Runs, journal, counters and workspace, on the writer connection. */
 export class RunWriter {
@@ -188,8 +190,8 @@ export class RunWriter {
       lastRun: p("SELECT * FROM sync_runs ORDER BY id DESC LIMIT 1"),
       markInterrupted: p(`UPDATE sync_runs SET status = 'interrupted', finished_at = COALESCE(finished_at, ?),
           error = COALESCE(error, 'the process ended without finishing the run (killed or crashed)') WHERE status = 'running'`),
-      insertRun: p(`INSERT INTO sync_runs (mode, started_at, status, walk_id, pid, list_cursor, list_done)
-        VALUES (?, ?, 'running', ?, ?, ?, ?)`),
+      insertRun: p(`INSERT INTO sync_runs (mode, started_at, status, walk_id, pid, list_cursor, list_done, list_walk_again)
+        VALUES (?, ?, 'running', ?, ?, ?, ?, ?)`),
       setWalk: p("UPDATE sync_runs SET walk_id = id WHERE id = ?"),
       carryCounters: p(`UPDATE sync_runs SET skus_listed = (SELECT skus_listed FROM sync_runs WHERE id = ?) WHERE id = ?`),
       runStats: p(`UPDATE sync_runs SET requests = @requests, requests_by_endpoint = @byEndpoint, requests_by_status = @byStatus, responses_429 = @responses429,
@@ -240,19 +242,19 @@ export class RunWriter {
 
   private resumeRun(prev: ResumableRow, asked: RunMode): RunState {
     const mode = prev.mode;
-    const info = this.s.insertRun.run(mode, iso(), prev.walk_id, process.pid, prev.list_cursor, prev.list_done);
+    const info = this.s.insertRun.run(mode, iso(), prev.walk_id, process.pid, prev.list_cursor, prev.list_done, prev.list_walk_again);
     const id = Number(info.lastInsertRowid);
     this.s.carryCounters.run(prev.id, id);
     const note = mode === asked ? "" : `; asked for an ${asked} run, this one finishes the unfinished ${mode} walk first`;
     this.journal(id, { kind: "resume", message: `resuming the walk of run ${prev.walk_id} (previous run ${prev.id} ended ${prev.status})${note}` });
-    return { id, mode, walkId: prev.walk_id, listCursor: prev.list_cursor, listDone: prev.list_done === 1, resumedFrom: prev.id };
+    return { id, mode, walkId: prev.walk_id, listCursor: prev.list_cursor, listDone: prev.list_done === 1, listWalkAgain: prev.list_walk_again === 1, resumedFrom: prev.id };
   }
 
   private newRun(mode: RunMode): RunState {
-    const info = this.s.insertRun.run(mode, iso(), null, process.pid, null, 0);
+    const info = this.s.insertRun.run(mode, iso(), null, process.pid, null, 0, 0);
     const id = Number(info.lastInsertRowid);
     this.s.setWalk.run(id);
-    return { id, mode, walkId: id, listCursor: null, listDone: false, resumedFrom: null };
+    return { id, mode, walkId: id, listCursor: null, listDone: false, listWalkAgain: false, resumedFrom: null };
   }
 
   /** From now until `close`, entries for the run in hand on this file (journalInRunInHand) go to run `runId`. */

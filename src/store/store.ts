@@ -107,12 +107,23 @@ export class Store {
     return this.list.savePage(run, items, nextCursor, decide);
   }
   /** The last list page and the end of the walk (misses, deletions but the `spared`) as one unit. */
-  saveLastPage<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>, deleteAfterMisses: number, spared?: ReadonlySet<string>): { queued: Array<Queued<R>>; deleted: number } {
-    return this.list.saveLastPage(run, items, decide, deleteAfterMisses, spared);
+  saveLastPage<R extends string>(
+    run: RunState,
+    items: ListItem[],
+    decide: PlanDecision<R>,
+    deleteAfterMisses: number,
+    spared?: ReadonlySet<string>,
+    walkAgain?: (listed: number) => boolean,
+  ): { queued: Array<Queued<R>>; deleted: number; walkAgain: boolean } {
+    return this.list.saveLastPage(run, items, decide, deleteAfterMisses, spared, walkAgain);
   }
   /** Of a page of a walk of the list again, the SKUs this walk had not listed, saved and planned (ListWriter.saveUnlisted). */
   saveUnlisted<R extends string>(run: RunState, items: ListItem[], decide: PlanDecision<R>): { queued: Array<Queued<R>>; unlisted: number } {
     return this.list.saveUnlisted(run, items, decide);
+  }
+  /** The list's walk again is over (ListWriter.walkedAgain). */
+  walkedAgain(run: RunState): void {
+    this.list.walkedAgain(run);
   }
   /** SKUs this walk has listed so far. */
   countListedInWalk(walkId: number): number {

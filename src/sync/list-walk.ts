@@ -19,11 +19,11 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
     // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
     if (run.resumedFrom) for (const id of ctx.store.pendingSkus(run.walkId)) await feed.offer(id);
     if (!run.listDone) {
-      const counts = await walkListPages(ctx);
-      if (counts === null) return;
-      if (!(await walkAgainIfChanged(ctx, counts))) return;
+      const walk = await walkListPages(ctx);
+      if (walk === null) return;
+      if (walk.walkAgain && !(await walkAgain(ctx, walk.counts))) return;
       if (ctx.incremental) await queueReverification(ctx);
-    }
+    } else if (run.listWalkAgain && !(await walkAgain(ctx, null))) return;
     if (tally.total === null) tally.total = tally.alreadyDone + feed.enqueued;
   } catch (err) {
     if (!stop.signal.aborted) stop.fail(err as Error);
@@ -43,11 +43,15 @@ interface ListCounts {
   last: number | null;
 }
 
-/** Every list page from the walk's checkpoint on, and the counts its pages gave. Null when the run stopped before the walk's end. */
-async function walkListPages(ctx: RunContext): Promise<ListCounts | null> {
+/**
+ * Every list page from the walk's checkpoint on, the counts its pages gave, and whether the list is to be
+ * walked again (decided with the last page, walkAgain). Null when the run stopped before the walk's end.
+ */
+async function walkListPages(ctx: RunContext): Promise<{ counts: ListCounts; walkAgain: boolean } | null> {
   const { run, stop, tally } = ctx;
   let snapshotSaved = false;
   const counts: ListCounts = { first: null, last: null };
+  let walkAgain = false;
   for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: run.listCursor }, stop.signal)) {
     if (page.restarted) {
       ctx.store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
@@ -61,10 +65,15 @@ async function walkListPages(ctx: RunContext): Promise<ListCounts | null> {
     if (page.summary?.skuCount != null && tally.total === null && !ctx.incremental) tally.total = page.summary.skuCount;
     counts.first ??= page.summary?.skuCount ?? null;
     counts.last = page.summary?.skuCount ?? null;
-    await savePageAndQueue(ctx, page);
+    if (await savePageAndQueue(ctx, page, (listed) => countMoved(counts, listed))) walkAgain = true;
     if (stop.signal.aborted) return null;
   }
-  return counts;
+  return { counts, walkAgain };
+}
+
+/** The count a page of the walk gave differs from another page's, or from the SKUs the walk listed (walkAgain). */
+function countMoved(counts: ListCounts, listed: number): boolean {
+  return [counts.first, counts.last].some((c) => c !== null && c !== listed);
 }
 
 /**
@@ -75,13 +84,13 @@ async function walkListPages(ctx: RunContext): Promise<ListCounts | null> {
  * changed under the walk, or differs from the SKUs it listed, the list is walked once more (a page per
  * `listPageSize` SKUs) and what it had not listed is saved and planned. Once: a SKU skipped by both walks
  * needs a second removal landing just so, and the next run's walk lists it anyway. A server whose pages
- * give no count is not walked again. False when the run stopped meanwhile.
+ * give no count is not walked again. The decision is stored with the walk's last page (Store.saveLastPage):
+ * a run stopped during the walk again leaves it to the run that resumes the walk (`counts` null there:
+ * they were this run's predecessor's), and it is cleared once done. False when the run stopped meanwhile.
  */
-async function walkAgainIfChanged(ctx: RunContext, counts: ListCounts): Promise<boolean> {
+async function walkAgain(ctx: RunContext, counts: ListCounts | null): Promise<boolean> {
   const { run, stop, tally, store } = ctx;
   const listed = store.countListedInWalk(run.walkId);
-  const known = [counts.first, counts.last].filter((c): c is number => c !== null);
-  if (!known.some((c) => c !== listed)) return true;
   let found = 0;
   for await (const page of walkList(ctx.client, { limit: DEFAULTS.listPageSize, startCursor: null }, stop.signal)) {
     const { queued, unlisted } = await store.grouped(() => store.saveUnlisted(run, page.items, ctx.planner.reason));
@@ -90,7 +99,11 @@ async function walkAgainIfChanged(ctx: RunContext, counts: ListCounts): Promise<
     await queueForWorkers(ctx, queued);
     if (stop.signal.aborted) return false;
   }
-  const message = `the list changed under its walk (${counts.first ?? "?"} SKUs at its first page, ${counts.last ?? "?"} at its last, ${listed} listed): walked it again and found ${found} SKU${found === 1 ? "" : "s"} it had not listed`;
+  store.walkedAgain(run);
+  const why = counts
+    ? `${counts.first ?? "?"} SKUs at its first page, ${counts.last ?? "?"} at its last, ${listed} listed`
+    : `found by run ${run.resumedFrom}, which stopped before walking it again; ${listed} listed`;
+  const message = `the list changed under its walk (${why}): walked it again and found ${found} SKU${found === 1 ? "" : "s"} it had not listed`;
   store.journal(run.id, { kind: "info", endpoint: "list", message });
   ctx.logger.info({ found }, message);
   return true;
@@ -102,21 +115,22 @@ async function walkAgainIfChanged(ctx: RunContext, counts: ListCounts): Promise<
  * with the walk's deletions not applied, since a resumed run skips the list walk. `deleted`
  * is null before the last page.
  */
-function savePlannedPage(store: Store, run: RunState, page: ListPage, planner: Planner, deleteAfterMisses: number, spared: ReadonlySet<string>) {
-  if (page.nextCursor !== null) return { queued: store.savePage(run, page.items, page.nextCursor, planner.reason), deleted: null };
-  return store.saveLastPage(run, page.items, planner.reason, deleteAfterMisses, spared);
+function savePlannedPage(store: Store, run: RunState, page: ListPage, planner: Planner, spared: ReadonlySet<string>, walkAgain: (listed: number) => boolean) {
+  if (page.nextCursor !== null) return { queued: store.savePage(run, page.items, page.nextCursor, planner.reason), deleted: null, walkAgain: false };
+  return store.saveLastPage(run, page.items, planner.reason, SKU_DELETE_AFTER_MISSES, spared, walkAgain);
 }
 
-/** One page saved with the planner's decisions, then the SKUs it planned fed to the workers. */
-async function savePageAndQueue(ctx: RunContext, page: ListPage): Promise<void> {
+/** One page saved with the planner's decisions, then the SKUs it planned fed to the workers. True when it was the last and the list is to be walked again. */
+async function savePageAndQueue(ctx: RunContext, page: ListPage, walkAgain: (listed: number) => boolean): Promise<boolean> {
   const { store, run, tally } = ctx;
   // Before the last page ends the walk, the SKUs it would mark deleted are asked for (one request each).
   const spared = page.nextCursor === null ? await spareListedElsewhere(ctx, page) : new Set<string>();
-  const { queued, deleted } = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, SKU_DELETE_AFTER_MISSES, spared));
-  if (deleted !== null) tally.deleted = deleted;
+  const saved = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, spared, walkAgain));
+  if (saved.deleted !== null) tally.deleted = saved.deleted;
   tally.listed += page.items.length;
-  ctx.logger.debug({ items: page.items.length, queued: queued.length, last: page.nextCursor === null, listed: tally.listed }, "list page saved");
-  await queueForWorkers(ctx, queued);
+  ctx.logger.debug({ items: page.items.length, queued: saved.queued.length, last: page.nextCursor === null, listed: tally.listed }, "list page saved");
+  await queueForWorkers(ctx, saved.queued);
+  return saved.walkAgain;
 }
 
 /** The SKUs a page planned, counted and fed to the workers. */

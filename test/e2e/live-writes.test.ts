@@ -18,7 +18,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
-import { runCli } from "../helpers/cli.js";
+import { runCli, spawnCli } from "../helpers/cli.js";
+import { waitFor } from "../helpers/wait-for.js";
 import { diffAgainstTruth, historyNotInTruth } from "../helpers/ground-truth.js";
 import { lastRun, withDb } from "../helpers/mirror-state.js";
 
@@ -162,3 +163,51 @@ describe.each([
     });
   },
 );
+
+describe("a run killed during the list's walk again, in a fresh database (cursors by offset)", () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let db: string;
+
+  beforeAll(async () => {
+    // The first walk is 4 pages of 8 (a SKU removed after its first page, and one skipped by the offset):
+    // the 5th list request is the walk again's first page, held for a minute while the test kills the run.
+    sim = await startSimulator({
+      seed: 31,
+      skus: 30,
+      historyDepth: 12,
+      apiKey: KEY,
+      variance: { cursorPosition: "offset", maxPageSize: 8 },
+      liveWrites: { listRemovals: 1 },
+      faults: [{ kind: "slow", endpoint: "list", after: 4, count: 1, delayMs: 60_000 }],
+    });
+    dir = mkdtempSync(join(tmpdir(), "im-live-again-"));
+    db = join(dir, "again.db");
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the resumed run walks the list again and ends equal to ground truth with the skipped SKU", async () => {
+    const env = { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db };
+    const child = spawnCli(["sync", "--full", "--no-progress"], { env });
+    child.stdout!.resume();
+    child.stderr!.resume();
+    const exited = new Promise((r) => child.on("exit", r));
+    await waitFor(
+      () => sim.stats().byEndpoint.list === 5 || null,
+      () => `the walk again's first list page was not asked (${sim.stats().byEndpoint.list} list requests)`,
+    );
+    child.kill("SIGKILL");
+    await exited;
+    expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-removal"]);
+    const r = await runCli(["sync", "--full", "--no-progress"], { env });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    const again = withDb(db, (d) => d.prepare("SELECT message FROM sync_journal WHERE run_id = ? AND message LIKE 'the list changed under its walk%'").all(lastRun(db).id)) as Array<{
+      message: string;
+    }>;
+    expect(again.map((a) => a.message.replace(/.*walked it again and /, ""))).toEqual(["found 1 SKU it had not listed"]);
+  });
+});

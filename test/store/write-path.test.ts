@@ -143,7 +143,7 @@ describe("the end of a list walk", () => {
     store.savePage(run, [item(SKU)], "c1", () => null);
     // The last page does not list OTHER again: one miss deletes it in a full walk.
     const last = await store.grouped(() => store.saveLastPage(run, [], (_i, _f, prev) => (prev ? "changed" : "new"), 1));
-    expect(last).toEqual({ queued: [], deleted: 1 });
+    expect(last).toEqual({ queued: [], deleted: 1, walkAgain: false });
     expect(db.prepare("SELECT list_cursor, list_done, skus_deleted, skus_listed FROM sync_runs WHERE id = ?").get(run.id)).toEqual({
       list_cursor: null,
       list_done: 1,
@@ -174,6 +174,35 @@ describe("the end of a list walk", () => {
       skus_planned: 3,
     });
     expect(db.prepare("SELECT pending_walk_id FROM sku_sync WHERE sku_id = ?").get(THIRD)).toEqual({ pending_walk_id: run.walkId });
+  });
+
+  it("the decision to walk the list again is stored with the last page, asked with the SKUs the walk listed; a resumed run inherits it until it is done", async () => {
+    const run = store.startRun("full");
+    store.savePage(run, [item(SKU)], "c1", () => "new");
+    const asked: number[] = [];
+    const last = await store.grouped(() =>
+      store.saveLastPage(
+        run,
+        [item(OTHER)],
+        () => "new",
+        1,
+        new Set(),
+        (listed) => {
+          asked.push(listed);
+          return true;
+        },
+      ),
+    );
+    expect(asked).toEqual([2]);
+    expect(last.walkAgain).toBe(true);
+    expect(db.prepare("SELECT list_done, list_walk_again FROM sync_runs WHERE id = ?").get(run.id)).toEqual({ list_done: 1, list_walk_again: 1 });
+    // (killed here, before the walk again ended)
+    const resumed = store.startRun("full");
+    expect(resumed).toMatchObject({ resumedFrom: run.id, listDone: true, listWalkAgain: true });
+    store.walkedAgain(resumed);
+    expect(db.prepare("SELECT list_walk_again FROM sync_runs WHERE id = ?").get(resumed.id)).toEqual({ list_walk_again: 0 });
+    // (killed again, after it): the next resumed run has nothing left of it.
+    expect(store.startRun("full")).toMatchObject({ listDone: true, listWalkAgain: false });
   });
 
   it("the decision function sees the store's state of each listed SKU and its reason is what is queued", () => {

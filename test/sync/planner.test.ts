@@ -12,7 +12,7 @@ import type { PreviousState } from "../../src/store/list.js";
 /** This run belongs to walk 7; walk 5 is an earlier one. */
 const THIS_WALK = 7;
 const EARLIER_WALK = 5;
-const run = (mode: RunState["mode"]): RunState => ({ id: 12, mode, walkId: THIS_WALK, listCursor: null, listDone: false, resumedFrom: null });
+const run = (mode: RunState["mode"]): RunState => ({ id: 12, mode, walkId: THIS_WALK, listCursor: null, listDone: false, listWalkAgain: false, resumedFrom: null });
 
 const item = ListItem.parse({ id: "11111111-1111-4111-8111-111111111111", name: "Bolt M6", totalQuantity: 40, locationQuantities: { root: 40 } });
 const SEEN = "fingerprint-as-stored";
