@@ -6,7 +6,9 @@
  * page shifts: a row added at the top of a history walk comes back as the first row of the next
  * page (twice in the walk, looking like an identical copy), a SKU removed from the list ahead of
  * the position makes the next page skip one SKU (missing from a walk that saw it exist). And a
- * SKU may be removed while its own history is walked: the next page answers 404.
+ * SKU may be removed while its own history is walked: the next page answers 404. A SKU created
+ * mid-walk lands at its id's place in the list: behind the position a walk misses it, ahead of
+ * it the walk lists it, and either way the list's count moved.
  *
  * Each write is spent once; a budget of 0 (the default) writes nothing. The model takes every
  * write, so ground truth follows them.
@@ -20,6 +22,8 @@ export interface LiveWriteOptions {
   listRemovals?: number;
   /** How many SKUs are removed right after the first page of their history walk, when more pages follow (the next page answers 404). */
   historyRemovals?: number;
+  /** How many list walks gain a new SKU (no stock, no history; its place in the list's order is its id's) right after a page fetched with a cursor, when more pages follow. */
+  listCreations?: number;
 }
 
 /** What a page served looked like, for deciding whether a write lands after it. */
@@ -33,9 +37,9 @@ export interface ServedPage {
   firstLeafId: string | null;
 }
 
-/** One write made: a new history row of a SKU, or a SKU removed from the list. */
+/** One write made: a new history row of a SKU, a SKU removed from the list or created. */
 export interface LiveWrite {
-  kind: "history-row" | "list-removal" | "history-removal";
+  kind: "history-row" | "list-removal" | "history-removal" | "list-creation";
   /** Lower case. */
   skuId: string;
 }
@@ -44,6 +48,7 @@ export class LiveWrites {
   private history: number;
   private listRemovals: number;
   private historyRemovals: number;
+  private listCreations: number;
   constructor(
     opts: LiveWriteOptions,
     private readonly model: SimModel,
@@ -53,6 +58,7 @@ export class LiveWrites {
     this.history = nonNegative("history", opts.history ?? 0);
     this.listRemovals = nonNegative("listRemovals", opts.listRemovals ?? 0);
     this.historyRemovals = nonNegative("historyRemovals", opts.historyRemovals ?? 0);
+    this.listCreations = nonNegative("listCreations", opts.listCreations ?? 0);
   }
 
   /** Called after a page was served: a write may land before the client asks for the next. */
@@ -74,6 +80,9 @@ export class LiveWrites {
       this.model.removeSku(first);
       this.listRemovals--;
       this.made.push({ kind: "list-removal", skuId: first });
+    } else if (p.endpoint === "list" && p.hasCursor && this.listCreations > 0) {
+      this.listCreations--;
+      this.made.push({ kind: "list-creation", skuId: this.model.addSku().toLowerCase() });
     }
   }
 

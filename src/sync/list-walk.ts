@@ -18,13 +18,20 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
     await saveLocationTree(ctx);
     // A resumed walk first finishes the SKUs its predecessor had queued, stalest first.
     if (run.resumedFrom) for (const id of ctx.store.pendingSkus(run.walkId)) await feed.offer(id);
+    let walkedAgain = false;
     if (!run.listDone) {
       const walk = await walkListPages(ctx);
       if (walk === null) return;
-      if (walk.walkAgain && !(await walkAgain(ctx, walk.counts))) return;
+      walkedAgain = walk.walkAgain;
+      if (walkedAgain && !(await walkAgain(ctx, walk.counts))) return;
       if (ctx.incremental) await queueReverification(ctx);
-    } else if (run.listWalkAgain && !(await walkAgain(ctx, null))) return;
-    if (tally.total === null) tally.total = tally.alreadyDone + feed.enqueued;
+    } else {
+      walkedAgain = run.listWalkAgain;
+      if (walkedAgain && !(await walkAgain(ctx, null))) return;
+    }
+    // The progress line's total: what this run queued, once known. A full run's began as the first page's
+    // count, which a walk again says moved (a SKU created behind the walk's position: 31 done of 30 shown).
+    if (tally.total === null || walkedAgain) tally.total = tally.alreadyDone + feed.enqueued;
   } catch (err) {
     if (!stop.signal.aborted) stop.fail(err as Error);
   } finally {

@@ -41,6 +41,8 @@ export interface RunTally {
   planned: number;
   fetched: number;
   failed: number;
+  /** SKUs this run found gone (404) when it came to fetch them: settled, as a fetched one is. */
+  vanished: number;
   deleted: number;
   locations: number;
   rowsAdded: number;
@@ -60,6 +62,7 @@ export function newTally(): RunTally {
     planned: 0,
     fetched: 0,
     failed: 0,
+    vanished: 0,
     deleted: 0,
     locations: 0,
     rowsAdded: 0,
@@ -137,7 +140,7 @@ function formatSeconds(ms: number): string {
  */
 export function reportWorkLeft(ctx: RunContext): void {
   const { tally, scheduler } = ctx;
-  const settled = tally.fetched + tally.failed;
+  const settled = tally.fetched + tally.failed + tally.vanished;
   if (tally.total === null || settled === 0) return;
   const skusLeft = Math.max(0, tally.total - tally.alreadyDone - settled);
   const { byEndpoint } = scheduler.stats;
@@ -148,7 +151,7 @@ export function reportWorkLeft(ctx: RunContext): void {
 export function reportProgress(ctx: RunContext): void {
   const { tally, scheduler } = ctx;
   ctx.progress?.update({
-    done: tally.alreadyDone + tally.fetched,
+    done: tally.alreadyDone + tally.fetched + tally.vanished,
     failed: tally.failed,
     total: tally.total,
     requests: scheduler.stats.requests,

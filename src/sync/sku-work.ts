@@ -124,6 +124,7 @@ function recordSkuResult(ctx: RunContext, skuId: string, result: SkuResult): boo
       tally.rowsAdded += result.rowsAdded;
       return true;
     case "vanished":
+      tally.vanished++;
       ctx.store.skuVanished(ctx.run.id, skuId, result.via ?? "detail");
       return true;
     case "failed":

@@ -118,6 +118,32 @@ describe("a SKU removed while its own history is walked", () => {
   });
 });
 
+describe.each(["offset", "keyset"] as const)("a SKU created between two list pages of a fresh database's first sync --full, cursors by %s", (cursorPosition) => {
+  let sim: RunningSimulator;
+  let dir: string;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 31, skus: 30, historyDepth: 12, apiKey: KEY, variance: { cursorPosition, maxPageSize: 8 }, liveWrites: { listCreations: 1 } });
+    dir = mkdtempSync(join(tmpdir(), "im-live-created-"));
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("walks the list again when its count moved, and ends equal to ground truth with the new SKU in it", async () => {
+    const db = join(dir, "created.db");
+    const r = await runCli(["sync", "--full", "--no-progress"], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db } });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const made = sim.liveWritesMade();
+    expect(made.map((w) => w.kind)).toEqual(["list-creation"]);
+    expect(sim.groundTruth().skus).toHaveLength(31);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    const again = withDb(db, (d) => d.prepare("SELECT count(*) AS n FROM sync_journal WHERE run_id = ? AND message LIKE 'the list changed under its walk%'").get(lastRun(db).id));
+    expect(again).toEqual({ n: 1 });
+  });
+});
+
 describe.each([
   { cursorPosition: "offset", summaryOnce: false },
   { cursorPosition: "keyset", summaryOnce: false },

@@ -80,3 +80,32 @@ describe.skipIf(!hasScript)("sync on a terminal", () => {
     expect(shown.filter((l) => /^SKUs /.test(l)).at(-1)).toMatch(/^SKUs 40\/40 \(100\.0%\)/);
   });
 });
+
+describe.skipIf(!hasScript).each([
+  // Offset cursors, pages of 8. Removed: the walk skips one SKU, the walk again finds it, and the SKU removed is found gone (404) when fetched.
+  { writes: { listRemovals: 1 }, kind: "list-removal", skus: 29, shown: "30/30", before: "29/30 (96.7%)" },
+  // Created: the count moves from 30 to 31 under the walk, and the run fetches 31.
+  { writes: { listCreations: 1 }, kind: "list-creation", skus: 31, shown: "31/31", before: "31/30 (103.3%)" },
+] as const)("sync on a terminal, a $kind under the list's walk", ({ writes, kind, skus, shown, before }) => {
+  let moving: RunningSimulator;
+  beforeAll(async () => {
+    moving = await startSimulator({ seed: 31, skus: 30, historyDepth: 4, apiKey: KEY, variance: { cursorPosition: "offset", maxPageSize: 8 }, liveWrites: writes });
+  });
+  afterAll(async () => {
+    await moving?.close();
+  });
+
+  it(`ends the progress line at 100 %: ${shown}, every SKU the run handled (a SKU found gone included) of what it queued`, async () => {
+    const r = await underScript(["sync", "--full"], { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: moving.baseUrl, INVENTORY_DB: join(dir, `${kind}.db`), NO_COLOR: "1" });
+    expect(r.code, r.output).toBe(0);
+    expect(moving.liveWritesMade().map((w) => w.kind)).toEqual([kind]);
+    expect(moving.groundTruth().skus).toHaveLength(skus);
+    const lines = render(r.output);
+    expect(
+      lines.some((l) => /the list changed under its walk/.test(l)),
+      lines.join("\n"),
+    ).toBe(true);
+    // Before, the line ended at `before`: a SKU found gone was not counted done, and the total stayed the first page's count.
+    expect(lines.filter((l) => /^SKUs /.test(l)).at(-1), before).toMatch(new RegExp(`^SKUs ${shown} \\(100\\.0%\\)`));
+  });
+});

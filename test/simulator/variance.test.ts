@@ -377,9 +377,27 @@ describe("cursorPosition: offset (presentation) and live writes", () => {
     expect(sim.groundTruth().skus.map((t) => t.item.id)).toEqual(before.slice(1));
   });
 
+  it("a SKU created during a list walk: in the list at its id's place and in ground truth, written once", async () => {
+    const sim = await startSimulator({ seed: SEED, skus: SKUS, variance: { cursorPosition: "offset" }, liveWrites: { listCreations: 1 } });
+    started.push(sim);
+    const before = plain.listOrder();
+    await walkList(sim, {}, 5);
+    const [creation, ...more] = sim.liveWritesMade();
+    expect(more).toEqual([]);
+    expect(creation!.kind).toBe("list-creation");
+    expect(before).not.toContain(creation!.skuId);
+    const after = sim.groundTruth().skus.map((t) => t.item.id);
+    expect([...after].sort()).toEqual([...before, creation!.skuId].sort());
+    // A second walk lists it where the list's order puts it, and writes nothing more.
+    const ids = (await walkList(sim, {}, 5)).items.map((i: { id: string }) => i.id);
+    expect(ids).toEqual(after);
+    expect(sim.liveWritesMade()).toHaveLength(1);
+  });
+
   it("live writes are refused when not a whole number, and each SKU gets one history write", () => {
     expect(() => new LiveWrites({ history: -1 }, plain.model)).toThrow(/liveWrites.history must be an integer >= 0/);
     expect(() => new LiveWrites({ listRemovals: 0.5 }, plain.model)).toThrow(/liveWrites.listRemovals/);
+    expect(() => new LiveWrites({ listCreations: -2 }, plain.model)).toThrow(/liveWrites.listCreations/);
     expect(profileOptions(["offset-cursors"]).variance).toEqual({ cursorPosition: "offset" });
     expect(profileOptions(["paging-variance"]).variance).toMatchObject({ cursorPosition: "offset" });
   });
