@@ -184,7 +184,8 @@ function prepareList(db: DB) {
     spareSku: p("UPDATE skus SET missed_walks = min(missed_walks, ? - 1) WHERE id = ?"),
     deleteMissedSkus: p(`UPDATE skus SET deleted_at = ? WHERE deleted_at IS NULL AND missed_walks >= ? RETURNING id`),
     unqueueDeleted: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id IN (SELECT id FROM skus WHERE deleted_at IS NOT NULL)`),
-    setSkusDeleted: p("UPDATE sync_runs SET skus_deleted = ? WHERE id = ?"),
+    // Added to: the SKUs the run's workers found gone (404) before the walk ended are counted there too (SkuWriter.skuVanished).
+    addSkusDeleted: p("UPDATE sync_runs SET skus_deleted = skus_deleted + ? WHERE id = ?"),
   };
 }
 
@@ -333,7 +334,7 @@ export class ListWriter {
     for (const { id } of gone) this.outbox.row(run.id, now, "sku", id, null, { deleted_at: null }, { deleted_at: now });
     const deleted = gone.length;
     this.s.unqueueDeleted.run();
-    this.s.setSkusDeleted.run(deleted, run.id);
+    this.s.addSkusDeleted.run(deleted, run.id);
     return deleted;
   }
 }

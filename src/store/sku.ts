@@ -158,6 +158,7 @@ function prepareSku(db: DB) {
     runSkuFailed: p("UPDATE sync_runs SET skus_failed = skus_failed + 1 WHERE id = ?"),
     skuVanished: p(`UPDATE sku_sync SET pending_walk_id = NULL WHERE sku_id = ?`),
     markSkuDeleted: p(`UPDATE skus SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL`),
+    countRunDeleted: p("UPDATE sync_runs SET skus_deleted = skus_deleted + 1 WHERE id = ?"),
     storedLeaves: p(`SELECT location_id, quantity, freshness_status, freshness_last_replayed_at FROM sku_location_quantities WHERE sku_id = ?`),
     hasHistory: p("SELECT 1 FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ?"),
     replayRows: p(`SELECT kind, occurred_at AS occurredAt, direction, quantity, observed_quantity AS observedQuantity,
@@ -309,13 +310,18 @@ export class SkuWriter {
   }
 
   /** The server says the SKU does not exist (404 on detail, or on history then detail): it is gone, not failed. */
-  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): void {
-    this.db.transaction(() => {
+  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): boolean {
+    return this.db.transaction(() => {
       const now = iso();
       this.s.skuVanished.run(skuId);
-      if (this.s.markSkuDeleted.run(now, skuId).changes) this.outbox.row(runId, now, "sku", skuId, null, { deleted_at: null }, { deleted_at: now });
+      const marked = this.s.markSkuDeleted.run(now, skuId).changes > 0;
+      if (marked) {
+        this.outbox.row(runId, now, "sku", skuId, null, { deleted_at: null }, { deleted_at: now });
+        this.s.countRunDeleted.run(runId);
+      }
       const message = via === "detail" ? "listed, but detail answered 404: marked deleted" : "listed, but its history answered 404 and so did its detail, asked again: marked deleted";
       this.journal(runId, { kind: "sku_vanished", skuId, endpoint: via, status: 404, message });
+      return marked;
     })();
   }
 

@@ -171,8 +171,8 @@ export class Store {
     this.sku.skuFailed(runId, skuId, endpoint, status, message);
   }
   /** The server says the SKU does not exist (404 on detail, or on history then detail): it is gone, not failed. */
-  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): void {
-    this.sku.skuVanished(runId, skuId, via);
+  skuVanished(runId: number, skuId: string, via: "detail" | "history" = "detail"): boolean {
+    return this.sku.skuVanished(runId, skuId, via);
   }
   /** The stored history of a SKU, newest first, as much as a replay needs. */
   replayRows(skuId: string): StoredReplayRow[] {

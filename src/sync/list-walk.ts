@@ -133,7 +133,8 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage, walkAgain: (lis
   // Before the last page ends the walk, the SKUs it would mark deleted are asked for (one request each).
   const spared = page.nextCursor === null ? await spareListedElsewhere(ctx, page) : new Set<string>();
   const saved = await store.grouped(() => savePlannedPage(store, run, page, ctx.planner, spared, walkAgain));
-  if (saved.deleted !== null) tally.deleted = saved.deleted;
+  // Added to: SKUs the workers found gone before the walk ended are in it already (recordSkuResult).
+  if (saved.deleted !== null) tally.deleted += saved.deleted;
   tally.listed += page.items.length;
   ctx.logger.debug({ items: page.items.length, queued: saved.queued.length, last: page.nextCursor === null, listed: tally.listed }, "list page saved");
   await queueForWorkers(ctx, saved.queued);

@@ -43,6 +43,7 @@ export interface RunTally {
   failed: number;
   /** SKUs this run found gone (404) when it came to fetch them: settled, as a fetched one is. */
   vanished: number;
+  /** SKUs this run marked deleted: missed by its walks (the walk's end), or found gone by its workers. */
   deleted: number;
   locations: number;
   rowsAdded: number;

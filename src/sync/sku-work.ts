@@ -125,7 +125,7 @@ function recordSkuResult(ctx: RunContext, skuId: string, result: SkuResult): boo
       return true;
     case "vanished":
       tally.vanished++;
-      ctx.store.skuVanished(ctx.run.id, skuId, result.via ?? "detail");
+      if (ctx.store.skuVanished(ctx.run.id, skuId, result.via ?? "detail")) tally.deleted++;
       return true;
     case "failed":
       recordFailure(ctx, skuId, result.error);

@@ -115,6 +115,9 @@ describe("a SKU removed while its own history is walked", () => {
     expect(journal).toEqual([{ kind: "sku_vanished", endpoint: "history", sku_id: gone!.skuId }]);
     expect(withDb(db, (d) => d.prepare("SELECT deleted_at IS NOT NULL AS deleted FROM skus WHERE id = ?").get(gone!.skuId))).toEqual({ deleted: 1 });
     expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    // The run's counts say so, in its summary and in sync_runs (`status`): before, '19 fetched, 0 failed, 0 marked deleted', one SKU in none.
+    expect(r.stdout).toContain("20 listed, 19 fetched, 0 failed, 1 marked deleted");
+    expect(lastRun(db)).toMatchObject({ skus_deleted: 1 });
   });
 });
 

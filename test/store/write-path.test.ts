@@ -153,6 +153,24 @@ describe("the end of a list walk", () => {
     expect(db.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL").all()).toEqual([{ id: OTHER }]);
   });
 
+  it("a SKU a worker found gone before the walk ended counts in the run's skus_deleted beside the walk's own deletions, once", async () => {
+    const first = store.startRun("full");
+    store.savePage(first, [item(SKU), item(OTHER)], null, () => "new");
+    store.finishRun(first.id, "succeeded");
+    const run = store.startRun("full");
+    store.savePage(run, [item(SKU)], "c1", () => null);
+    // SKU answers 404 when its worker comes to it: marked deleted, and counted; a second 404 marks and counts nothing.
+    expect(store.skuVanished(run.id, SKU)).toBe(true);
+    expect(store.skuVanished(run.id, SKU, "history")).toBe(false);
+    const skusDeleted = () => (db.prepare("SELECT skus_deleted AS n FROM sync_runs WHERE id = ?").get(run.id) as { n: number }).n;
+    expect(skusDeleted()).toBe(1);
+    // The walk's end then misses OTHER and deletes it: added to, not overwritten (before: 1, SKU's deletion lost from the count).
+    const last = await store.grouped(() => store.saveLastPage(run, [], () => null, 1));
+    expect(last.deleted).toBe(1);
+    expect(skusDeleted()).toBe(2);
+    expect(db.prepare("SELECT id FROM skus WHERE deleted_at IS NOT NULL ORDER BY id").all()).toEqual([{ id: SKU }, { id: OTHER }].sort((a, b) => a.id.localeCompare(b.id)));
+  });
+
   it("a walk of the list again saves and plans only what this walk had not listed, and leaves its checkpoint where the walk ended", async () => {
     const THIRD = "2d3e4f5a-6b7c-4d8e-9fa0-b1c2d3e4f5a6";
     const run = store.startRun("full");
