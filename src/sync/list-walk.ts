@@ -28,6 +28,8 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
     } else {
       walkedAgain = run.listWalkAgain;
       if (walkedAgain && !(await walkAgain(ctx, null))) return;
+      // The run it resumes was stopped during its walk again, before it queued its re-verification (which follows the walk).
+      if (walkedAgain && ctx.incremental) await queueReverification(ctx);
     }
     // The progress line's total: what this run queued, once known. A full run's began as the first page's
     // count, which a walk again says moved (a SKU created behind the walk's position: 31 done of 30 shown).

@@ -240,3 +240,57 @@ describe("a run killed during the list's walk again, in a fresh database (cursor
     expect(again.map((a) => a.message.replace(/.*walked it again and /, ""))).toEqual(["found 1 SKU it had not listed"]);
   });
 });
+
+describe("an incremental run killed during the list's walk again (cursors by offset)", () => {
+  let sim: RunningSimulator;
+  let dir: string;
+  let db: string;
+
+  beforeAll(async () => {
+    sim = await startSimulator({ seed: 31, skus: 30, historyDepth: 12, apiKey: KEY, variance: { cursorPosition: "offset", maxPageSize: 8 } });
+    dir = mkdtempSync(join(tmpdir(), "im-live-again-incr-"));
+    db = join(dir, "again.db");
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the resumed run walks the list again and queues the re-verification the killed run had not, then ends equal to ground truth", async () => {
+    const env = { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db };
+    const full = await runCli(["sync", "--full", "--no-progress"], { env });
+    expect(full.code, full.stdout + full.stderr).toBe(0);
+    // The incremental walk is 4 pages of 8 (a SKU removed after its 2nd page): the 5th list request is the walk again's first page, held while the test kills the run.
+    sim.resetStats();
+    sim.setLiveWrites({ listRemovals: 1 });
+    sim.setFaults([{ kind: "slow", endpoint: "list", after: 4, count: 1, delayMs: 60_000 }]);
+    const child = spawnCli(["sync", "--no-progress"], { env });
+    child.stdout!.resume();
+    child.stderr!.resume();
+    const exited = new Promise((r) => child.on("exit", r));
+    await waitFor(
+      () => sim.stats().byEndpoint.list === 5 || null,
+      () => `the walk again's first list page was not asked (${sim.stats().byEndpoint.list} list requests)`,
+    );
+    child.kill("SIGKILL");
+    await exited;
+    expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-removal"]);
+    sim.setFaults([]);
+    const r = await runCli(["sync", "--no-progress"], { env });
+    expect(r.code, r.stdout + r.stderr).toBe(0);
+    const run = lastRun(db);
+    expect(run).toMatchObject({ mode: "incremental" });
+    expect(run.resumed_from).not.toBeNull();
+    const again = withDb(db, (d) => d.prepare("SELECT message FROM sync_journal WHERE run_id = ? AND message LIKE 'the list changed under its walk%'").all(run.id)) as Array<{ message: string }>;
+    expect(again).toHaveLength(1);
+    expect(again[0]!.message).toContain("which stopped before walking it again");
+    // Before: the resumed run skipped the re-verification, '0 re-verified'.
+    expect(Number(run.skus_reverified)).toBeGreaterThan(0);
+    expect(r.stdout).toMatch(/[1-9]\d* re-verified/);
+    // The SKU removed after the killed run listed it is missed by the next walk, which asks for it and marks it deleted.
+    const next = await runCli(["sync", "--no-progress"], { env });
+    expect(next.code, next.stdout + next.stderr).toBe(0);
+    expect(next.stdout).toContain("1 marked deleted");
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+  });
+});
