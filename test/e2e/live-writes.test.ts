@@ -24,6 +24,20 @@ import { diffAgainstTruth, historyNotInTruth } from "../helpers/ground-truth.js"
 import { lastRun, withDb } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_live_writes_1f2e3d4c5b6a79880716";
+
+/** Run the CLI and kill it (SIGKILL) once the server has been asked for the `n`th list page (one the test's fault holds). */
+async function killAtListRequest(sim: RunningSimulator, args: string[], env: Record<string, string>, n: number): Promise<void> {
+  const child = spawnCli(args, { env });
+  child.stdout!.resume();
+  child.stderr!.resume();
+  const exited = new Promise((r) => child.on("exit", r));
+  await waitFor(
+    () => sim.stats().byEndpoint.list === n || null,
+    () => `list page ${n} was not asked (${sim.stats().byEndpoint.list} list requests)`,
+  );
+  child.kill("SIGKILL");
+  await exited;
+}
 const HISTORY_WRITES = 6;
 
 describe.each(["offset", "keyset"] as const)("history rows written mid-walk, cursors by %s", (cursorPosition) => {
@@ -220,16 +234,7 @@ describe("a run killed during the list's walk again, in a fresh database (cursor
 
   it("the resumed run walks the list again and ends equal to ground truth with the skipped SKU", async () => {
     const env = { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db };
-    const child = spawnCli(["sync", "--full", "--no-progress"], { env });
-    child.stdout!.resume();
-    child.stderr!.resume();
-    const exited = new Promise((r) => child.on("exit", r));
-    await waitFor(
-      () => sim.stats().byEndpoint.list === 5 || null,
-      () => `the walk again's first list page was not asked (${sim.stats().byEndpoint.list} list requests)`,
-    );
-    child.kill("SIGKILL");
-    await exited;
+    await killAtListRequest(sim, ["sync", "--full", "--no-progress"], env, 5);
     expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-removal"]);
     const r = await runCli(["sync", "--full", "--no-progress"], { env });
     expect(r.code, r.stdout + r.stderr).toBe(0);
@@ -264,16 +269,7 @@ describe("an incremental run killed during the list's walk again (cursors by off
     sim.resetStats();
     sim.setLiveWrites({ listRemovals: 1 });
     sim.setFaults([{ kind: "slow", endpoint: "list", after: 4, count: 1, delayMs: 60_000 }]);
-    const child = spawnCli(["sync", "--no-progress"], { env });
-    child.stdout!.resume();
-    child.stderr!.resume();
-    const exited = new Promise((r) => child.on("exit", r));
-    await waitFor(
-      () => sim.stats().byEndpoint.list === 5 || null,
-      () => `the walk again's first list page was not asked (${sim.stats().byEndpoint.list} list requests)`,
-    );
-    child.kill("SIGKILL");
-    await exited;
+    await killAtListRequest(sim, ["sync", "--no-progress"], env, 5);
     expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-removal"]);
     sim.setFaults([]);
     const r = await runCli(["sync", "--no-progress"], { env });
