@@ -201,7 +201,7 @@ export const QUOTA_CELLS: QuotaCell[] = [
   {
     name: "bucket-100-no-burst-latency-30ms",
     about:
-      "token bucket 100 req/s, no burst (1), responses 30 ± 3 ms late: a token interval (10 ms) shorter than a round trip, so one request in flight spaced from answers sends at most ~1 per round trip, and several in flight meet the jitter on the way (a shape we do not run close to: 2.1-3.5x, BENCHMARKS.md)",
+      "token bucket 100 req/s, no burst (1), responses 30 ± 3 ms late: a round trip of three token intervals (10 ms each), so one request in flight spaced from answers sends at most ~1 per round trip, and several in flight meet the jitter on the way (a shape we do not run close to: 2.1-3.5x, BENCHMARKS.md)",
     skus: 600,
     seed: 141,
     quota: { requestsPerSecond: 100, burst: 1 },
