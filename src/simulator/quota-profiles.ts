@@ -45,6 +45,10 @@ export const QUOTA_PROFILES: Record<string, ServerProfile> = {
     about: "token bucket 60 req/s, burst 6, whose 429s carry Retry-After as an HTTP-date (1 s grain)",
     options: { quota: { requestsPerSecond: 60, burst: 6, retryAfter: "date" } },
   },
+  "quota-seconds-floor-retry-after": {
+    about: "token bucket 40 req/s, burst 10, whose 429s carry Retry-After in whole seconds cut down (Math.floor): 0 for every next token",
+    options: { quota: { requestsPerSecond: 40, burst: 10, retryAfter: "seconds-floor" } },
+  },
   "quota-503-bursts": {
     about: "1% of requests start a burst of 4 × 503 with no Retry-After (not about quota); add a quota profile",
     options: { faults: [{ kind: "503", probability: 0.01, burst: 4 }] },

@@ -7,11 +7,12 @@ import { createRng } from "./prng.js";
 
 /**
  * How a quota 429 names its wait: `seconds` (delta-seconds, an integer rounded up: the
- * default), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
+ * default), `seconds-floor` (delta-seconds cut down, as a server that writes Math.floor does: "0" for
+ * any wait under a second, a token bucket's next token), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
  * moment cut to its second, as `new Date(ms).toUTCString()` writes it: up to a second before the
  * quota admits again) or `none` (no Retry-After).
  */
-export const RETRY_AFTER_FORMS = ["seconds", "date", "date-floor", "none"] as const;
+export const RETRY_AFTER_FORMS = ["seconds", "seconds-floor", "date", "date-floor", "none"] as const;
 export type RetryAfterForm = (typeof RETRY_AFTER_FORMS)[number];
 
 export interface TokenBucketOptions {
@@ -220,6 +221,8 @@ export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { ret
     case "date-floor":
       // The moment, its milliseconds dropped: a server that formats its deadline without rounding.
       return new Date(nowMs + refused.waitMs).toUTCString();
+    case "seconds-floor":
+      return String(Math.floor(refused.waitMs / 1000));
     default:
       return String(refused.retryAfterSeconds);
   }

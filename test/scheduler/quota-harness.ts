@@ -59,7 +59,7 @@ class VirtualClock implements Clock {
   }
 }
 
-export type RetryAfterForm = "seconds" | "date" | "date-floor" | "none";
+export type RetryAfterForm = "seconds" | "seconds-floor" | "seconds-round" | "date" | "date-floor" | "none";
 
 export interface QuotaShape {
   name: string;
@@ -246,6 +246,11 @@ class ModelServer {
     if (form === "date") {
       const until = Math.ceil((t + waitMs) / 1000) * 1000;
       return { ok: false, status: 429, header: new Date(until).toUTCString(), until };
+    }
+    // Whole seconds cut down or rounded (a server that writes Math.floor or Math.round): "0" for a wait under a second (or half).
+    if (form === "seconds-floor" || form === "seconds-round") {
+      const s = form === "seconds-floor" ? Math.floor(waitMs / 1000) : Math.round(waitMs / 1000);
+      return { ok: false, status: 429, header: String(s), until: t + s * 1000 };
     }
     const s = Math.max(1, Math.ceil(waitMs / 1000));
     return { ok: false, status: 429, header: String(s), until: t + s * 1000 };

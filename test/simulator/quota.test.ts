@@ -171,6 +171,10 @@ describe("quotaRetryAfter: the header a quota 429 carries", () => {
     expect(ra).toBe("Fri, 02 Jan 2026 03:04:07 GMT"); // 05.600 + 2.100 = 07.700 → 07
     expect(retryAfterDeadline(ra, now)!).toBeLessThan(now + refused.waitMs);
   });
+  it("seconds-floor: whole seconds cut down, 0 for a wait under a second", () => {
+    expect(quotaRetryAfter("seconds-floor", refused, 0)).toBe("2"); // 2.100 s → 2
+    expect(quotaRetryAfter("seconds-floor", { retryAfterSeconds: 1, waitMs: 25 }, 0)).toBe("0");
+  });
   it("none: no header", () => {
     expect(quotaRetryAfter("none", refused, 0)).toBeNull();
   });
