@@ -126,6 +126,13 @@ export const QUOTA_CELLS: QuotaCell[] = [
     quota: { requestsPerSecond: 20, burst: 2, retryAfter: "date-floor" },
   },
   {
+    name: "bucket-40-seconds-floor",
+    about: "token bucket 40 req/s, burst 10, Retry-After in whole seconds cut down (Math.floor): 0 for every next token",
+    skus: 600,
+    seed: 142,
+    quota: { requestsPerSecond: 40, burst: 10, retryAfter: "seconds-floor" },
+  },
+  {
     name: "bucket-60-503-bursts",
     about: "token bucket 60 req/s, burst 10; 1% of requests start a burst of 4 × 503 (no Retry-After)",
     skus: 600,

@@ -45,7 +45,10 @@ export const DEFAULTS = {
    */
   backoffBaseMs: 100,
   backoffCapMs: 30_000,
-  /** A Retry-After of 0, in the past or unparsable still waits this long: no hot retry loop. */
+  /**
+   * An unparsable Retry-After still waits this long: no hot retry loop. So do 0 and a past date once the run met
+   * a window (scheduler.ts, NO_WAIT_UNTIL_NAMED_MS); before, they name no wait and get our own short backoff.
+   */
   minRetryAfterMs: 1_000,
   /**
    * Longest single wait we will sit through. Beyond it the run ends `partial`, journals

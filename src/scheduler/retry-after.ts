@@ -24,6 +24,22 @@ export function retryAfterBeyondCap(value: string | null | undefined, now: numbe
   return asked !== null && asked > capMs;
 }
 
+/**
+ * True when `value` names no wait at all: zero seconds ("0", "0.0") or an HTTP-date not after `now`. A server
+ * that writes its wait cut down (whole seconds by Math.floor or Math.round, or its deadline's date without
+ * rounding up) says so for any wait under its grain: a token bucket's next token, milliseconds away. The
+ * scheduler then takes the 429 as one naming no wait (its own short backoff, rate-control.ts's unnamed
+ * waits), not as garbage held to the floor: a second per 429 where the server asked for none.
+ */
+export function retryAfterNamesNoWait(value: string | null | undefined, now: number): boolean {
+  if (value == null) return false;
+  const v = value.trim();
+  if (/^0+(\.0+)?$/.test(v)) return true;
+  if (!looksLikeHttpDate(v)) return false;
+  const t = parseHttpDate(v);
+  return Number.isFinite(t) && t <= now;
+}
+
 /** The wait `value` names, uncapped (may be Infinity for absurdly many digits). */
 function askedMs(value: string | null | undefined, now: number, minMs: number): number | null {
   if (value == null) return null;
@@ -38,12 +54,16 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
     const ms = Math.ceil(Number(v) * 1000);
     return ms > 0 ? ms : minMs;
   }
-  // Only accept things that look like dates; Date.parse is lenient with junk such as "5 apples".
-  if (/^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v)) {
+  if (looksLikeHttpDate(v)) {
     const t = parseHttpDate(v);
     if (Number.isFinite(t)) return t > now ? t - now : minMs;
   }
   return minMs;
+}
+
+/** Only things that look like dates: Date.parse is lenient with junk such as "5 apples". */
+function looksLikeHttpDate(v: string): boolean {
+  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v);
 }
 
 /**

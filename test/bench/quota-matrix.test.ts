@@ -75,6 +75,7 @@ describe("the cells", () => {
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "none" && c.quota.kind === "fixed-window")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date")).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "date-floor")).toBe(true);
+    expect(QUOTA_CELLS.some((c) => c.quota.retryAfter === "seconds-floor")).toBe(true); // "0" for every next token
     expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && !a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.some((a) => a.startsWith("503:") && a.includes("retry-after")))).toBe(true);
     expect(QUOTA_CELLS.some((c) => c.args?.includes("--latency-ms") && c.args[c.args.indexOf("--latency-ms") + 1] === "100")).toBe(true);

@@ -210,6 +210,35 @@ describe("workspace quota as a token bucket of one token behind latency", () => 
   });
 });
 
+describe("workspace quota whose Retry-After is cut down to whole seconds", () => {
+  // A server that writes Math.floor of its wait names "0" for every token bucket's next token (milliseconds
+  // away): no wait. Held to the 1 s floor each 429 cost a second (40/s burst 10, 600 SKUs: 1.100-1.104x its
+  // least time, against 1.010-1.015x read as none; BENCHMARKS.md).
+  let floor: RunningSimulator;
+  beforeAll(async () => {
+    floor = await startSimulator({ seed: 29, skus: 60, apiKey: KEY, quota: { requestsPerSecond: 40, burst: 5, retryAfter: "seconds-floor" } });
+  });
+  afterAll(async () => {
+    await floor?.close();
+  });
+
+  it('a full sync under 40 requests/s (burst 5) whose 429s say "Retry-After: 0" ends equal to ground truth with no Retry-After violated, and waits out none of them for the 1 s floor', async () => {
+    const { db, stats } = await fullSync(floor, "seconds-floor.db");
+    expect(stats.byStatus["429"] ?? 0).toBeGreaterThan(0);
+    const d = new Database(db, { readonly: true });
+    try {
+      const waits = d.prepare("SELECT retry_after, wait_ms FROM sync_journal WHERE kind = 'backoff' AND status = 429").all() as { retry_after: string; wait_ms: number }[];
+      expect(waits.length).toBeGreaterThan(0);
+      for (const w of waits) {
+        expect(w.retry_after).toBe("0");
+        expect(w.wait_ms).toBeLessThan(1_000);
+      }
+    } finally {
+      d.close();
+    }
+  });
+});
+
 describe("workspace quota behind latency on the way in as well as the way back", () => {
   // Where a server spends its latency relative to its quota's decision is not shown. Half of it here
   // comes before the decision, each way jittered apart: requests sent in one order can be decided in

@@ -7,7 +7,7 @@
  * 40/s burst-10 bucket at 2.4× the least time).
  */
 import { describe, expect, it } from "vitest";
-import { QUOTA_MATRIX, type QuotaShape, type RunOptions, runShape, type ShapeResult } from "./quota-harness.js";
+import { QUOTA_MATRIX, type QuotaShape, type RetryAfterForm, type RunOptions, runShape, type ShapeResult } from "./quota-harness.js";
 
 /**
  * Seeds 1-3 (or `seeds`) with timers a millisecond late and the CLI's cold start (and `extra` options): every
@@ -56,6 +56,25 @@ describe("the scheduler against each quota shape (virtual time)", () => {
       expect(rate).toBeLessThan(48);
     }
     expect(r.ratio).toBeLessThan(1.25);
+  });
+
+  it("a Retry-After that names no wait (whole seconds cut down to 0, a date cut to its second and already past) is read as none, not held to a second's floor: 40/s burst 10, 200/s burst 5 and 50/s burst 5 each seed within 1.07x (1.117x, 1.166x and 1.184x with the floor)", async () => {
+    const bucket = (rate: number, burst: number, retryAfter: RetryAfterForm): QuotaShape => ({
+      name: `bucket ${rate}/s burst ${burst} ${retryAfter}`,
+      kind: "bucket",
+      rate,
+      burst,
+      retryAfter,
+      requests: rate * 30,
+    });
+    await expectEachSeedWithin(bucket(40, 10, "seconds-floor"), 1.07);
+    await expectEachSeedWithin(bucket(200, 5, "seconds-round"), 1.07);
+    await expectEachSeedWithin(bucket(50, 5, "date-floor"), 1.07);
+  });
+
+  it("a window's wait cut down keeps the floor on its 0: 300 per 10 s in seconds cut down within 1.1x (1.476x read as no wait near the window's end), 50 per second in dates cut to the second within 1.4x (2.871x once its first 429 had named 821 ms)", async () => {
+    await expectEachSeedWithin({ name: "window 300/10 s seconds-floor", kind: "window", rate: 300, burst: 10, retryAfter: "seconds-floor", requests: 900 }, 1.1);
+    await expectEachSeedWithin({ name: "window 50/1 s date-floor", kind: "window", rate: 50, burst: 1, retryAfter: "date-floor", requests: 500 }, 1.4);
   });
 
   it("a window without Retry-After whose last allowed request passes out of order (timers a millisecond late) is still found as a window: done within 1.10x, not held at 0.5 req/s", async () => {

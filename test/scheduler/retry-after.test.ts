@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { retryAfterMs } from "../../src/scheduler/retry-after.js";
+import { retryAfterMs, retryAfterNamesNoWait } from "../../src/scheduler/retry-after.js";
 
 describe("retryAfterMs", () => {
   const now = Date.UTC(2026, 10, 25, 6, 0, 0, 300);
@@ -36,5 +36,26 @@ describe("retryAfterMs", () => {
     expect(retryAfterMs("0.0", now, 1_000)).toBe(1_000);
     expect(retryAfterMs("0.4", now, 0)).toBe(400);
     expect(retryAfterMs("1.", now, 1_000)).toBe(1_000);
+  });
+});
+
+describe("retryAfterNamesNoWait", () => {
+  const now = Date.UTC(2026, 10, 25, 6, 0, 0, 300);
+  it("zero seconds and a date not ahead name no wait (a server that cuts its wait down says so for any wait under its grain)", () => {
+    expect(retryAfterNamesNoWait("0", now)).toBe(true);
+    expect(retryAfterNamesNoWait(" 00 ", now)).toBe(true);
+    expect(retryAfterNamesNoWait("0.0", now)).toBe(true);
+    expect(retryAfterNamesNoWait("Wed, 25 Nov 2026 06:00:00 GMT", now)).toBe(true);
+    expect(retryAfterNamesNoWait("Wed Nov 25 05:59:59 2026", now)).toBe(true);
+  });
+  it("a wait ahead, garbage, an empty value or none is not 'no wait'", () => {
+    expect(retryAfterNamesNoWait("1", now)).toBe(false);
+    expect(retryAfterNamesNoWait("0.4", now)).toBe(false);
+    expect(retryAfterNamesNoWait("Wed, 25 Nov 2026 06:00:01 GMT", now)).toBe(false);
+    expect(retryAfterNamesNoWait("soon", now)).toBe(false);
+    expect(retryAfterNamesNoWait("Mon, 99 Foo 2026 25:61:61 GMT", now)).toBe(false);
+    expect(retryAfterNamesNoWait("", now)).toBe(false);
+    expect(retryAfterNamesNoWait("-1", now)).toBe(false);
+    expect(retryAfterNamesNoWait(null, now)).toBe(false);
   });
 });
