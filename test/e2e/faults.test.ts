@@ -155,6 +155,18 @@ describe("quota and retries", () => {
     expect(Number(lastRun(r.db).responses_503)).toBe(12);
   });
 
+  it("a 503 whose Retry-After names no wait (0) is backed off as one without it: retried, each wait under a second, the run equal to ground truth", async () => {
+    const r = await syncWith([{ kind: "503", every: 7, count: 3, retryAfter: "raw:0" }]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(r.db, sim.groundTruth())).toEqual([]);
+    const waits = query<{ retry_after: string; wait_ms: number }>(r.db, "SELECT retry_after, wait_ms FROM sync_journal WHERE kind = 'backoff' AND status = 503");
+    expect(waits).toHaveLength(3);
+    for (const w of waits) {
+      expect(w.retry_after).toBe("0");
+      expect(w.wait_ms).toBeLessThan(1000);
+    }
+  });
+
   it("a 503 outage (every request for 150 ms, whichever worker sent it) is outlasted by each request's retries and the run completes equal to ground truth", async () => {
     // Equal jitter: this config's 4 retries span at least 20 + 40 + 80 + 100 = 240 ms, longer than the outage.
     const r = await syncWith([{ kind: "503", after: 40, count: 1, forMs: 150 }]);
