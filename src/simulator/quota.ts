@@ -8,11 +8,12 @@ import { createRng } from "./prng.js";
 /**
  * How a quota 429 names its wait: `seconds` (delta-seconds, an integer rounded up: the
  * default), `seconds-floor` (delta-seconds cut down, as a server that writes Math.floor does: "0" for
- * any wait under a second, a token bucket's next token), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
+ * any wait under a second, a token bucket's next token), `seconds-round` (to the nearest second, as
+ * Math.round does: 0 under half a second, up to half a second early above), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
  * moment cut to its second, as `new Date(ms).toUTCString()` writes it: up to a second before the
  * quota admits again) or `none` (no Retry-After).
  */
-export const RETRY_AFTER_FORMS = ["seconds", "seconds-floor", "date", "date-floor", "none"] as const;
+export const RETRY_AFTER_FORMS = ["seconds", "seconds-floor", "seconds-round", "date", "date-floor", "none"] as const;
 export type RetryAfterForm = (typeof RETRY_AFTER_FORMS)[number];
 
 export interface TokenBucketOptions {
@@ -223,6 +224,8 @@ export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { ret
       return new Date(nowMs + refused.waitMs).toUTCString();
     case "seconds-floor":
       return String(Math.floor(refused.waitMs / 1000));
+    case "seconds-round":
+      return String(Math.round(refused.waitMs / 1000));
     default:
       return String(refused.retryAfterSeconds);
   }

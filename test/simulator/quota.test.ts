@@ -175,6 +175,11 @@ describe("quotaRetryAfter: the header a quota 429 carries", () => {
     expect(quotaRetryAfter("seconds-floor", refused, 0)).toBe("2"); // 2.100 s → 2
     expect(quotaRetryAfter("seconds-floor", { retryAfterSeconds: 1, waitMs: 25 }, 0)).toBe("0");
   });
+  it("seconds-round: to the nearest second, 0 under half a second", () => {
+    expect(quotaRetryAfter("seconds-round", refused, 0)).toBe("2"); // 2.100 s → 2
+    expect(quotaRetryAfter("seconds-round", { retryAfterSeconds: 1, waitMs: 499 }, 0)).toBe("0");
+    expect(quotaRetryAfter("seconds-round", { retryAfterSeconds: 1, waitMs: 600 }, 0)).toBe("1");
+  });
   it("none: no header", () => {
     expect(quotaRetryAfter("none", refused, 0)).toBeNull();
   });
