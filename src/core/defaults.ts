@@ -46,8 +46,9 @@ export const DEFAULTS = {
   backoffBaseMs: 100,
   backoffCapMs: 30_000,
   /**
-   * An unparsable Retry-After still waits this long: no hot retry loop. So do 0 and a past date once the run met
-   * a window (scheduler.ts, NO_WAIT_UNTIL_NAMED_MS); before, they name no wait and get our own short backoff.
+   * An unparsable Retry-After still waits this long: no hot retry loop. So do 0 and a past date inside a fixed
+   * window or once a 429 of the run named over 250 ms (scheduler.ts, NO_WAIT_UNTIL_NAMED_MS); otherwise they
+   * name no wait and get our own short backoff.
    */
   minRetryAfterMs: 1_000,
   /**
