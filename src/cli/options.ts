@@ -113,11 +113,11 @@ export const COMMANDS: CommandDef[] = [
         name: "quota-retry-after",
         type: "string",
         arg: "FORM",
-        help: "quota 429s name their wait as seconds (default), seconds-floor (whole seconds cut down: 0 under a second), seconds-round (to the nearest second), date (HTTP-date rounded up), date-floor (HTTP-date cut to its second: up to 1 s early) or none",
+        help: "quota 429s name their wait as seconds (default), seconds-floor (whole seconds cut down: 0 under a second), seconds-round (to the nearest second), date (HTTP-date rounded up), date-floor (HTTP-date cut to its second: up to 1 s early), date-iso (ISO 8601, to the millisecond) or none",
       },
       { name: "preauth-rps", type: "string", arg: "N", help: "a limit before authentication too: a token bucket of N requests/s in front of the key check and the quota (default: none)" },
       { name: "preauth-burst", type: "string", arg: "N", help: "its burst size (default: N)" },
-      { name: "preauth-retry-after", type: "string", arg: "FORM", help: "how its 429s name their wait: seconds (default), seconds-floor, seconds-round, date, date-floor or none" },
+      { name: "preauth-retry-after", type: "string", arg: "FORM", help: "how its 429s name their wait: seconds (default), seconds-floor, seconds-round, date, date-floor, date-iso or none" },
       { name: "latency-ms", type: "string", arg: "MS", help: "delay every API response by MS after the quota's decision (default 0)" },
       { name: "latency-jitter-ms", type: "string", arg: "MS", help: "vary that delay uniformly by ± MS, seeded (default 0)" },
       {

@@ -3,8 +3,8 @@ import { DEFAULTS } from "../core/defaults.js";
 /**
  * Retry-After in both forms RFC 9110 §10.2.3 allows: delta-seconds ("120") and
  * an HTTP-date ("Wed, 21 Oct 2026 07:28:00 GMT"). Returns the wait in ms from `now`.
- * Decimal seconds ("2.5", "0.05"), which the RFC does not allow but a server may send, are waited
- * for exactly, as meant.
+ * Decimal seconds ("2.5", "0.05") and an ISO 8601 moment with its zone, which the RFC does not allow
+ * but a server may send, are waited for exactly, as meant.
  * 0, a date in the past, or garbage all yield `minMs`: never a hot retry loop. A date ahead
  * is waited for exactly, even under `minMs`: it names the moment itself, to the second (a
  * bucket refilling 50 tokens a second names the next whole second, 0–1 s away, and a floor of
@@ -61,10 +61,17 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
   return minMs;
 }
 
-/** Only things that look like dates: Date.parse is lenient with junk such as "5 apples". */
+/**
+ * Only things that look like dates: Date.parse is lenient with junk such as "5 apples". Besides RFC 9110's
+ * three forms, an ISO 8601 moment with its zone ("2026-11-29T06:00:05.120Z", what `toISOString()` writes):
+ * outside the RFC, but a server that sends it names a moment, to the millisecond. Read as garbage it got
+ * the 1 s floor, a 429 a second against a fixed window of ten. Without a zone it would be local time: garbage.
+ */
 function looksLikeHttpDate(v: string): boolean {
-  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v);
+  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT.test(v);
 }
+
+const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
 
 /**
  * RFC 9110's asctime form ("Fri Nov 27 00:30:00 2026") names no zone and means GMT; Date.parse

@@ -11,9 +11,10 @@ import { createRng } from "./prng.js";
  * any wait under a second, a token bucket's next token), `seconds-round` (to the nearest second, as
  * Math.round does: 0 under half a second, up to half a second early above), `date` (an HTTP-date, 1 s granularity, rounded up), `date-floor` (an HTTP-date of the
  * moment cut to its second, as `new Date(ms).toUTCString()` writes it: up to a second before the
- * quota admits again) or `none` (no Retry-After).
+ * quota admits again), `date-iso` (the moment as ISO 8601, `toISOString()`, to the millisecond: outside
+ * RFC 9110, but what a server that writes dates the JavaScript way sends) or `none` (no Retry-After).
  */
-export const RETRY_AFTER_FORMS = ["seconds", "seconds-floor", "seconds-round", "date", "date-floor", "none"] as const;
+export const RETRY_AFTER_FORMS = ["seconds", "seconds-floor", "seconds-round", "date", "date-floor", "date-iso", "none"] as const;
 export type RetryAfterForm = (typeof RETRY_AFTER_FORMS)[number];
 
 export interface TokenBucketOptions {
@@ -222,6 +223,8 @@ export function quotaRetryAfter(form: RetryAfterForm | undefined, refused: { ret
     case "date-floor":
       // The moment, its milliseconds dropped: a server that formats its deadline without rounding.
       return new Date(nowMs + refused.waitMs).toUTCString();
+    case "date-iso":
+      return new Date(nowMs + Math.ceil(refused.waitMs)).toISOString();
     case "seconds-floor":
       return String(Math.floor(refused.waitMs / 1000));
     case "seconds-round":
@@ -292,6 +295,8 @@ export function retryAfterDeadline(value: string, sentAt: number): number | null
   if (/^\d+(\.\d+)?$/.test(v)) return sentAt + Number(v) * 1000;
   // Only something that looks like an HTTP-date (all three RFC 9110 forms start with a day
   // name): V8's Date.parse would otherwise read "-1" as a date in 2001.
+  // An ISO 8601 moment with its zone (date-iso), outside the RFC but a moment all the same.
+  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/.test(v)) return Date.parse(v);
   if (!/^(mon|tue|wed|thu|fri|sat|sun)/i.test(v)) return null;
   // asctime names no zone and means GMT; Date.parse would take it as local time.
   const asctime = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/.test(v);

@@ -115,7 +115,7 @@ describe("simulate --preauth-rps", () => {
     expect(alone.stderr).toMatch(/--preauth-burst needs --preauth-rps/);
     const form = await runCli(["simulate", "--port", "0", "--preauth-rps", "5", "--preauth-retry-after", "later"]);
     expect(form.code).toBe(2);
-    expect(form.stderr).toMatch(/--preauth-retry-after: expected seconds, seconds-floor, seconds-round, date, date-floor, none, got "later"/);
+    expect(form.stderr).toMatch(/--preauth-retry-after: expected seconds, seconds-floor, seconds-round, date, date-floor, date-iso, none, got "later"/);
   });
 });
 

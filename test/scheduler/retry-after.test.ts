@@ -29,6 +29,14 @@ describe("retryAfterMs", () => {
       else process.env.TZ = zone;
     }
   });
+  it("an ISO 8601 moment with its zone, outside the RFC, is waited for exactly; without a zone it is garbage", () => {
+    expect(retryAfterMs("2026-11-25T06:00:01.000Z", now, 1_000)).toBe(700);
+    expect(retryAfterMs("2026-11-25T06:00:00.325Z", now, 1_000)).toBe(25);
+    expect(retryAfterMs("2026-11-25T07:00:05+01:00", now, 1_000)).toBe(4_700);
+    expect(retryAfterMs("2026-11-25T06:00:05", now, 1_000)).toBe(1_000);
+    expect(retryAfterNamesNoWait("2026-11-25T06:00:00.300Z", now)).toBe(true);
+    expect(retryAfterNamesNoWait("2026-11-25T06:00:00.301Z", now)).toBe(false);
+  });
   it("decimal seconds, outside the RFC's form, are waited for exactly as named: 2.5 is not the 1 s floor, nor is 0.4 raised to it; 0.0 is 0 and gets the floor", () => {
     expect(retryAfterMs("2.5", now, 1_000)).toBe(2_500);
     expect(retryAfterMs(" 1.25 ", now, 0)).toBe(1_250);

@@ -180,6 +180,12 @@ describe("quotaRetryAfter: the header a quota 429 carries", () => {
     expect(quotaRetryAfter("seconds-round", { retryAfterSeconds: 1, waitMs: 499 }, 0)).toBe("0");
     expect(quotaRetryAfter("seconds-round", { retryAfterSeconds: 1, waitMs: 600 }, 0)).toBe("1");
   });
+  it("date-iso: the moment to the millisecond as ISO 8601, and the ledger holds clients to it", () => {
+    const now = Date.UTC(2026, 0, 2, 3, 4, 5, 600);
+    const ra = quotaRetryAfter("date-iso", refused, now)!;
+    expect(ra).toBe("2026-01-02T03:04:07.700Z");
+    expect(retryAfterDeadline(ra, now)).toBe(now + refused.waitMs);
+  });
   it("none: no header", () => {
     expect(quotaRetryAfter("none", refused, 0)).toBeNull();
   });
