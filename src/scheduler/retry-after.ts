@@ -65,7 +65,8 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
  * Only things that look like dates: Date.parse is lenient with junk such as "5 apples". Besides RFC 9110's
  * three forms, an ISO 8601 moment with its zone ("2026-11-29T06:00:05.120Z", what `toISOString()` writes):
  * outside the RFC, but a server that sends it names a moment, to the millisecond. Read as garbage it got
- * the 1 s floor, a 429 a second against a fixed window of ten. Without a zone it would be local time: garbage.
+ * the 1 s floor, which cut a fixed window's named wait short (Retry-After violated) and hid the window's
+ * end (replayed as a token bucket, held at 0.5 req/s). Without a zone it would be local time: garbage.
  */
 function looksLikeHttpDate(v: string): boolean {
   return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT.test(v);
