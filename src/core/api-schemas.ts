@@ -19,6 +19,13 @@ import { z } from "zod";
 
 /** 8-4-4-4-12 hex. Deliberately not RFC-version-strict: the server only promises "UUID string". */
 export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/**
+ * An ISO 8601 moment with its zone, to the second or finer ("2026-11-29T06:00:05.120Z", what `toISOString()`
+ * writes): a `Retry-After` form outside RFC 9110 that some servers send. One pattern for the client, which waits
+ * for it (scheduler/retry-after.ts), and the simulator's ledger, which holds clients to it: the two agree on what
+ * names a moment. Without a zone it would be local time, so it is not one.
+ */
+export const ISO_MOMENT_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
 const uuid = z.string().regex(UUID_RE, "expected a UUID");
 
 /** A finite JSON number (NaN/Infinity cannot come from JSON, but strings like "12" must not pass). */

@@ -1,3 +1,4 @@
+import { ISO_MOMENT_RE } from "../core/api-schemas.js";
 import { DEFAULTS } from "../core/defaults.js";
 
 /**
@@ -69,10 +70,8 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
  * end (replayed as a token bucket, held at 0.5 req/s). Without a zone it would be local time: garbage.
  */
 function looksLikeHttpDate(v: string): boolean {
-  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT.test(v);
+  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT_RE.test(v);
 }
-
-const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/;
 
 /**
  * RFC 9110's asctime form ("Fri Nov 27 00:30:00 2026") names no zone and means GMT; Date.parse

@@ -3,6 +3,7 @@
  * honour Retry-After. Both run on the wall clock, not the model's clock: they are about real
  * request timing.
  */
+import { ISO_MOMENT_RE } from "../core/api-schemas.js";
 import { createRng } from "./prng.js";
 
 /**
@@ -296,7 +297,7 @@ export function retryAfterDeadline(value: string, sentAt: number): number | null
   // Only something that looks like an HTTP-date (all three RFC 9110 forms start with a day
   // name): V8's Date.parse would otherwise read "-1" as a date in 2001.
   // An ISO 8601 moment with its zone (date-iso), outside the RFC but a moment all the same.
-  if (/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/.test(v)) return Date.parse(v);
+  if (ISO_MOMENT_RE.test(v)) return Date.parse(v);
   if (!/^(mon|tue|wed|thu|fri|sat|sun)/i.test(v)) return null;
   // asctime names no zone and means GMT; Date.parse would take it as local time.
   const asctime = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/.test(v);
