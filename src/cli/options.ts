@@ -22,6 +22,8 @@ export interface OptionDef {
   arg?: string;
   help: string;
   multiple?: boolean;
+  /** Takes a number below 0: `--name -5` is read as `--name=-5` (parseArgs would take "-5" for an option). */
+  signed?: boolean;
 }
 
 const CONNECTION: OptionDef[] = [
@@ -133,6 +135,13 @@ export const COMMANDS: CommandDef[] = [
         help: "now and then decide nothing for up to MS, then decide every request that arrived meanwhile at once, as a busy server process does (default: never)",
       },
       { name: "stall-every-ms", type: "string", arg: "MS", help: "the mean gap between those stalls, exponential and seeded (default 1000; needs --stall-ms or the quota-stalls profile)" },
+      {
+        name: "clock-skew-ms",
+        type: "string",
+        arg: "MS",
+        signed: true,
+        help: "this server's clock reads MS ahead of the machine's (negative: behind): its Date header and the dates its Retry-After names (default 0)",
+      },
       { name: "profile", type: "string", arg: "NAME", multiple: true, help: "behave as another server the API document allows (repeatable; see docs/server-variance.md)" },
       { name: "fault", type: "string", arg: "SPEC", multiple: true, help: "inject a fault, e.g. 429:p=0.05,retry-after=date or 503:every=10 (repeatable; see README)" },
       { name: "churn", type: "string", arg: "PCT", help: "mutate this percentage of SKUs every --churn-interval seconds" },
@@ -293,6 +302,7 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): CliValues {
       throw new ConfigError(`--${flag} is not accepted: the developer key is read only from the environment. ` + `Set INVENTORY_API_KEY, or INVENTORY_API_KEY_FILE to a file that holds it.`);
     }
   }
+  argv = joinSignedValues(cmd, argv);
   const options: Record<string, { type: "string" | "boolean"; multiple?: boolean }> = {};
   for (const o of cmd.options) options[o.name] = o.multiple ? { type: o.type, multiple: true } : { type: o.type };
   // -h works after a command as it does before one.
@@ -313,6 +323,20 @@ export function parseCommandArgs(cmd: CommandDef, argv: string[]): CliValues {
     }
     throw new ConfigError(`${message.replace(/\. To specify.*$/s, "")}. See 'inventory-mirror ${cmd.name} --help'.`);
   }
+}
+
+/** `--name -5` as `--name=-5` for the options that take a number below 0 (OptionDef.signed). */
+function joinSignedValues(cmd: CommandDef, argv: string[]): string[] {
+  const signed = new Set(cmd.options.filter((o) => o.signed).map((o) => `--${o.name}`));
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const next = argv[i + 1];
+    if (signed.has(argv[i]!) && next !== undefined && /^-\d/.test(next)) {
+      out.push(`${argv[i]}=${next}`);
+      i++;
+    } else out.push(argv[i]!);
+  }
+  return out;
 }
 
 export function commandHelp(cmd: CommandDef): string {

@@ -31,7 +31,7 @@ export interface HistoryQuery {
  * decides. `onStatus` tells it an answer's status as soon as its headers are in.
  */
 export interface RequestRunner {
-  run<T>(endpoint: EndpointName, attempt: (onStatus: (status: number) => void) => Promise<T>, signal: AbortSignal): Promise<T>;
+  run<T>(endpoint: EndpointName, attempt: (onStatus: (status: number, serverDate: string | null) => void) => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
 export interface ApiClientOptions {
@@ -112,7 +112,7 @@ export class ApiClient {
   }
 
   /** One attempt (the scheduler decides about retries): the request, traced, and its body validated. */
-  private async attempt<S extends z.ZodType>(url: URL, ctx: RequestContext, schema: S, signal: AbortSignal, onStatus: (status: number) => void): Promise<z.output<S>> {
+  private async attempt<S extends z.ZodType>(url: URL, ctx: RequestContext, schema: S, signal: AbortSignal, onStatus: (status: number, serverDate: string | null) => void): Promise<z.output<S>> {
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
     let raw: Awaited<ReturnType<typeof getJson>>;

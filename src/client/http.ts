@@ -31,7 +31,11 @@ function requestLabel(ctx: RequestContext): string {
 }
 
 /** An ApiError about the request `ctx`, its message prefixed with the request's label. */
-export function requestError(ctx: RequestContext, text: string, init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; cause?: unknown }): ApiError {
+export function requestError(
+  ctx: RequestContext,
+  text: string,
+  init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; serverDate?: string | null; cause?: unknown },
+): ApiError {
   return new ApiError(`${requestLabel(ctx)}: ${text}`, { ...init, endpoint: ctx.endpoint, skuId: ctx.skuId ?? null });
 }
 
@@ -40,7 +44,15 @@ export function requestError(ctx: RequestContext, text: string, init: { kind: Ap
  * Non-2xx: the error body is read (capped) so its `error.code/message` can be
  * surfaced and the connection reused; `Retry-After` travels as the error's `retryAfter`.
  */
-export async function getJson(url: URL, ctx: RequestContext, key: Secret, opts: HttpOptions, transport: Transport, signal: AbortSignal, onStatus?: (status: number) => void): Promise<RawResponse> {
+export async function getJson(
+  url: URL,
+  ctx: RequestContext,
+  key: Secret,
+  opts: HttpOptions,
+  transport: Transport,
+  signal: AbortSignal,
+  onStatus?: (status: number, serverDate: string | null) => void,
+): Promise<RawResponse> {
   // One controller per request, aborted by the caller's signal or by the whole-response timer,
   // and both released when the request ends. (AbortSignal.timeout + AbortSignal.any would keep a
   // timer alive for the whole timeout and register a dependant on the run's long-lived signal
@@ -54,7 +66,8 @@ export async function getJson(url: URL, ctx: RequestContext, key: Secret, opts: 
       throw transportError(err, ctx, signal, deadline, opts);
     }
     // Before the body is read: the scheduler stops granting at a 429/503 before this connection is free again.
-    onStatus?.(res.status);
+    // The Date header too: the server's clock, which the dates a Retry-After names are written in.
+    onStatus?.(res.status, res.headers.get("date"));
     return await interpret(res, ctx, opts, signal, deadline);
   } finally {
     deadline.release();
@@ -139,6 +152,7 @@ function statusError(res: Received, text: string, ctx: RequestContext): ApiError
     status: res.status,
     code,
     retryAfter: retryAfterOf(res.headers),
+    serverDate: serverDateOf(res.headers),
   });
 }
 
@@ -207,6 +221,12 @@ export function safeText(text: string, max: number): string {
 function retryAfterOf(headers: HeaderReader): string | null {
   const ra = headers.get("retry-after");
   return ra === null ? null : safeText(ra, 100);
+}
+
+/** The Date header of a failed response (the server's clock, for the dates a Retry-After names), scrubbed and clipped. */
+function serverDateOf(headers: HeaderReader): string | null {
+  const date = headers.get("date");
+  return date === null ? null : safeText(date, 100);
 }
 
 async function readCapped(res: Received, cap: number, ctx: RequestContext): Promise<{ text: string; bytes: number }> {

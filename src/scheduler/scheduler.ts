@@ -22,6 +22,7 @@ import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
 import { retryAfterBeyondCap, retryAfterMs, retryAfterNamesNoWait } from "./retry-after.js";
+import { ServerClock } from "./server-clock.js";
 import { carryAtRate, RateControl, type LearnedQuota, type QuotaLesson, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit, UNPACED_RPS } from "./concurrency.js";
@@ -99,9 +100,10 @@ const realClock: Clock = {
 
 /**
  * Told the status of an answer as soon as its headers are in, before its body is read: a
- * 429/503 stops new grants at once (see `holds`).
+ * 429/503 stops new grants at once (see `holds`). With its Date header (null: none), which
+ * tells the server's clock (server-clock.ts).
  */
-export type StatusListener = (status: number) => void;
+export type StatusListener = (status: number, serverDate?: string | null) => void;
 
 export interface SchedulerOptions {
   concurrency: number;
@@ -288,6 +290,10 @@ export class RequestScheduler {
   private episodeAccepted = 0;
   /** A 429 named a wait over NO_WAIT_UNTIL_NAMED_MS this run: its "0"s keep the floor from then on. */
   private namedLongWait = false;
+  /** The server's clock as its Date headers show it: Retry-After dates are moments on it. */
+  private readonly serverClock = new ServerClock();
+  /** The difference between the clocks the journal last gave (0: none, or agreeing). */
+  private reportedClockOffsetMs = 0;
   /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
   private pausedSinceGrant = false;
   /**
@@ -391,7 +397,8 @@ export class RequestScheduler {
       // This attempt holds an in-flight slot until it is answered (or, when it waits alone, until it starts waiting).
       let slot = true;
       let held = false;
-      const onStatus: StatusListener = (status) => {
+      const onStatus: StatusListener = (status, serverDate = null) => {
+        this.serverClock.observe(serverDate, sentAt, this.clock.now());
         if (held || (status !== 429 && status !== 503)) return;
         held = true;
         this.holds++;
@@ -451,8 +458,10 @@ export class RequestScheduler {
     // A 503 may have spent a token (a server decides that after the quota): an upper bound counts it.
     if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
-    const raHeader = this.namesNoWait(err, now) ? null : err.retryAfter;
-    if (retryAfterBeyondCap(raHeader, now)) {
+    // A date in Retry-After names a moment on the server's clock: read against it (server-clock.ts).
+    const serverNow = this.readServerClock(endpoint, err, sentAt, now);
+    const raHeader = this.namesNoWait(err, serverNow) ? null : err.retryAfter;
+    if (retryAfterBeyondCap(raHeader, serverNow)) {
       const capH = DEFAULTS.maxServerWaitMs / 3_600_000;
       this.emit({
         type: "suspicious",
@@ -462,9 +471,9 @@ export class RequestScheduler {
         message: `${endpoint}: the server asked to wait beyond ${capH} h (Retry-After: ${raHeader!.slice(0, 64)}); no server may impose more than ${capH} h, so ${capH} h it is`,
       });
     }
-    const ra = retryAfterMs(raHeader, now, this.opts.minRetryAfterMs);
+    const ra = retryAfterMs(raHeader, serverNow, this.opts.minRetryAfterMs);
     // Only a wait the server actually named (0, a past date or garbage name none: no deadline to miss).
-    const named = retryAfterMs(raHeader, now, 0);
+    const named = retryAfterMs(raHeader, serverNow, 0);
     if (err.status === 429 && named !== null && named > NO_WAIT_UNTIL_NAMED_MS) this.namedLongWait = true;
     const margin = named !== null && named > 0 ? RETRY_AFTER_MARGIN_MS : 0;
     let waitMs: number;
@@ -495,6 +504,7 @@ export class RequestScheduler {
           code: err.code,
           skuId: err.skuId,
           retryAfter: err.retryAfter,
+          serverDate: err.serverDate,
           cause: err,
         });
       }
@@ -543,6 +553,22 @@ export class RequestScheduler {
     // Later than the median by more than the round trips' usual spread under it (jitter on the way, not a stall).
     const usual = median - this.concurrency.shortestMs;
     return now - sentAt > median + Math.max(DECIDED_LATE_INTERVALS * (1000 / rate), usual) + DECIDED_LATE_MARGIN_MS;
+  }
+
+  /**
+   * `now` on the server's clock, after what `err`'s Date header shows of it (server-clock.ts). The first time it
+   * is found not to agree with ours (and each time the difference moves by a second more), the journal says so.
+   */
+  private readServerClock(endpoint: EndpointName, err: ApiError, sentAt: number, now: number): number {
+    this.serverClock.observe(err.serverDate, sentAt, now);
+    const offset = this.serverClock.offsetMs;
+    if (Math.abs(offset - this.reportedClockOffsetMs) >= 1_000 && err.retryAfter !== null) {
+      this.reportedClockOffsetMs = offset;
+      const by = `${(Math.abs(offset) / 1000).toFixed(1)} s ${offset < 0 ? "behind" : "ahead of"} ours`;
+      const message = offset === 0 ? "the server's clock agrees with ours again" : `the server's clock (its Date header) reads ${by}: the dates its Retry-After names are read on its clock`;
+      this.emit({ type: "suspicious", endpoint, status: err.status, retryAfter: err.retryAfter, message });
+    }
+    return now + offset;
   }
 
   /** `err`'s Retry-After names no wait and is read as none (NO_WAIT_UNTIL_NAMED_MS). */

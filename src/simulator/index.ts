@@ -68,6 +68,8 @@ export interface SimulatorOptions extends ModelOptions {
   latencyInboundShare?: number;
   /** Now and then (every `everyMs` on average, seeded) the server decides nothing for up to `ms`, then decides what arrived at once (stalls.ts). */
   stall?: StallOptions;
+  /** The server's clock reads this many ms ahead of the machine's (negative: behind): its Date header and Retry-After dates (default 0). */
+  clockSkewMs?: number;
 }
 
 export interface RunningSimulator {
@@ -111,6 +113,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     ...(opts.liveWrites ? { liveWrites: opts.liveWrites } : {}),
     latency: { ms: opts.latencyMs ?? 0, jitterMs: opts.latencyJitterMs ?? 0, inboundShare: opts.latencyInboundShare ?? 0 },
     stall: opts.stall ?? null,
+    clockSkewMs: opts.clockSkewMs ?? 0,
   });
   const port = await server.listen(host, opts.port ?? 0);
   const hostPart = host.includes(":") ? `[${host}]` : host;

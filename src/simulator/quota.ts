@@ -288,21 +288,22 @@ export class RetryAfterLedger {
 
 /**
  * The deadline a Retry-After value names, as a client would read it: delta-seconds or an
- * HTTP-date. Unparsable values name none (they cannot be violated).
+ * HTTP-date. Unparsable values name none (they cannot be violated). `skewMs`: how far the
+ * server's clock, which its dates are written in, reads ahead of the machine's (`sentAt`'s).
  */
-export function retryAfterDeadline(value: string, sentAt: number): number | null {
+export function retryAfterDeadline(value: string, sentAt: number, skewMs = 0): number | null {
   const v = value.trim();
   // Decimal seconds are outside RFC 9110's form, but a server that sends "2.5" means it (fault raw:2.5).
   if (/^\d+(\.\d+)?$/.test(v)) return sentAt + Number(v) * 1000;
   // Only something that looks like an HTTP-date (all three RFC 9110 forms start with a day
   // name): V8's Date.parse would otherwise read "-1" as a date in 2001.
   // An ISO 8601 moment with its zone (date-iso), outside the RFC but a moment all the same.
-  if (ISO_MOMENT_RE.test(v)) return Date.parse(v);
+  if (ISO_MOMENT_RE.test(v)) return Date.parse(v) - skewMs;
   if (!/^(mon|tue|wed|thu|fri|sat|sun)/i.test(v)) return null;
   // asctime names no zone and means GMT; Date.parse would take it as local time.
   const asctime = /^[A-Za-z]{3} [A-Za-z]{3} [ \d]?\d \d{2}:\d{2}:\d{2} \d{4}$/.test(v);
   const date = Date.parse(asctime ? `${v} GMT` : v);
-  return Number.isNaN(date) ? null : date;
+  return Number.isNaN(date) ? null : date - skewMs;
 }
 
 /**

@@ -75,6 +75,11 @@ export interface SimServerOptions {
   endlessCursors?: EndlessCursorOptions;
   /** Writes that land between the pages of a walk (live-writes.ts). */
   liveWrites?: LiveWriteOptions;
+  /**
+   * This server's clock reads `clockSkewMs` ahead of the machine's (negative: behind): its `Date` header and the
+   * dates its Retry-After names are in its own time; the ledger holds clients to the moment meant. Default 0.
+   */
+  clockSkewMs?: number;
 }
 
 export class SimServer {
@@ -100,11 +105,13 @@ export class SimServer {
   private readonly hostileText: HostileTextOptions | null;
   private readonly endless: EndlessCursors | null;
   private live: LiveWrites | null;
+  private readonly skewMs: number;
 
   constructor(o: SimServerOptions) {
     this.model = o.model;
     this.prefix = o.prefix;
     this.seed = o.seed;
+    this.skewMs = o.clockSkewMs ?? 0;
     this.keyDigest = digest(o.apiKey);
     this.shaper = new Shaper(o.variance, o.model);
     this.hostileText = o.hostileText ?? null;
@@ -215,6 +222,8 @@ export class SimServer {
     if (inner !== null && (inner === "/_sim" || inner.startsWith("/_sim/"))) return this.admin(req, res, inner.slice("/_sim".length), url);
 
     const route = inner === null ? null : matchRoute(inner);
+    // Node stamps Date from the machine's clock; a skewed server stamps its own.
+    if (this.skewMs !== 0) res.setHeader("date", new Date(this.clockNow()).toUTCString());
     const finish = this.stats.begin(at, url.pathname, route?.endpoint ?? null, req.socket);
     const record: Recorded = { outcome: null };
     res.once("close", () => finish(record.outcome ?? (res.writableFinished ? res.statusCode : "reset")));
@@ -237,8 +246,8 @@ export class SimServer {
     const authorized = passedBefore && this.authorized(req);
     const taken = authorized && this.quota ? this.quota.take() : null;
     if (authorized && (!taken || taken.ok)) this.stats.quotaAdmitted();
-    const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, Date.now()) : null;
-    const preRetryAfter = before && !before.ok ? quotaRetryAfter(this.preAuthOptions?.retryAfter, before, Date.now()) : null;
+    const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, this.clockNow()) : null;
+    const preRetryAfter = before && !before.ok ? quotaRetryAfter(this.preAuthOptions?.retryAfter, before, this.clockNow()) : null;
     if (legs && legs.outMs > 0) {
       await this.wait(legs.outMs, res);
       if (res.destroyed || this.closing) return;
@@ -272,10 +281,10 @@ export class SimServer {
   private async sendFaultInstead(req: IncomingMessage, res: ServerResponse, fault: FaultRule, record: Recorded): Promise<boolean> {
     switch (fault.kind) {
       case "429":
-        this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", faultRetryAfter(fault, Date.now()));
+        this.sendRetryAfter(res, 429, "rate_limited", "Too many requests", faultRetryAfter(fault, this.clockNow()));
         return true;
       case "503":
-        this.sendRetryAfter(res, 503, "service_unavailable", "The service is temporarily unavailable", faultRetryAfter(fault, Date.now()));
+        this.sendRetryAfter(res, 503, "service_unavailable", "The service is temporarily unavailable", faultRetryAfter(fault, this.clockNow()));
         return true;
       case "reset":
         record.outcome = "reset";
@@ -358,8 +367,13 @@ export class SimServer {
     send(res, e.status, JSON_TYPE, Buffer.from(JSON.stringify(this.shaper.errorBody(e.code, message))), retryAfter === null ? {} : { "retry-after": retryAfter });
     if (retryAfter === null) return;
     const sentAt = Date.now();
-    const deadline = retryAfterDeadline(retryAfter, sentAt);
+    const deadline = retryAfterDeadline(retryAfter, sentAt, this.skewMs);
     if (deadline !== null) this.stats.ledger.record(sentAt, deadline, res.socket);
+  }
+
+  /** This server's clock (SimServerOptions.clockSkewMs): what its Date header and Retry-After dates are written in. */
+  private clockNow(): number {
+    return Date.now() + this.skewMs;
   }
 
   private wait(ms: number, res: ServerResponse): Promise<void> {

@@ -330,6 +330,13 @@ describe("errors", () => {
     expect(err.cause).toBeUndefined();
   });
 
+  it("a 429's Date header travels as the error's serverDate field (the server's clock, which its Retry-After dates are written in)", async () => {
+    const date = "Sun, 29 Nov 2026 08:00:05 GMT";
+    server.use(http.get(`${BASE}/v1/external/inventory-status`, () => HttpResponse.json({}, { status: 429, headers: { "retry-after": "Sun, 29 Nov 2026 08:00:06 GMT", date } })));
+    const err = await rejection(client().listPage({}, signal()));
+    expect(err).toMatchObject({ status: 429, retryAfter: "Sun, 29 Nov 2026 08:00:06 GMT", serverDate: date });
+  });
+
   it("a Retry-After that echoes the Authorization header reaches the error without the key", async () => {
     server.use(
       http.get(`${BASE}/v1/external/inventory-status`, ({ request }) =>

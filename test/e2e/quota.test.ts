@@ -270,6 +270,39 @@ describe("workspace quota whose Retry-After is cut down to whole seconds", () =>
   });
 });
 
+describe("workspace quota of a server whose clock is not ours, its Retry-After an HTTP-date", () => {
+  // A date names a moment on the server's clock. Read on ours, a server 30 s behind named moments that looked
+  // past (no wait: back while it still refused, Retry-After violated), and one 30 s ahead waits of 31 s for each
+  // 429 meant as 1 s. Read on its own clock (its Date header, server-clock.ts), each is waited as meant.
+  const QUOTA = { requestsPerSecond: 40, burst: 5, retryAfter: "date" } as const;
+  for (const skewMs of [-30_000, 30_000]) {
+    const way = skewMs < 0 ? "behind" : "ahead of";
+    it(`a full sync under 40 requests/s (burst 5) whose server's clock is 30 s ${way} ours ends equal to ground truth with no Retry-After violated, each 429 waited about as long as it meant (not 30 s more or less), and the journal says the clocks differ`, async () => {
+      const skewed = await startSimulator({ seed: 33, skus: 60, apiKey: KEY, quota: QUOTA, clockSkewMs: skewMs });
+      try {
+        const { db, stats } = await fullSync(skewed, `clock-${skewMs}.db`);
+        expect(stats.byStatus["429"] ?? 0).toBeGreaterThan(0);
+        const d = new Database(db, { readonly: true });
+        try {
+          const waits = d.prepare("SELECT wait_ms FROM sync_journal WHERE kind = 'backoff' AND status = 429").pluck().all() as number[];
+          expect(waits.length).toBeGreaterThan(0);
+          // A date rounded up to its second names at most a second ahead; read on the server's clock, up to a second more.
+          for (const w of waits) expect(w).toBeLessThan(2_500);
+          const said = d.prepare("SELECT message FROM sync_journal WHERE kind = 'suspicious'").pluck().all() as string[];
+          const by = said.map((m) => new RegExp(`reads ([\\d.]+) s ${way} ours`).exec(m)?.[1]).filter((x) => x !== undefined);
+          expect(by.length).toBeGreaterThan(0);
+          // A Date header is cut to its second: the difference is known to within a second until stamps cross one.
+          for (const s of by) expect(Math.abs(Number(s) - 30)).toBeLessThanOrEqual(1);
+        } finally {
+          d.close();
+        }
+      } finally {
+        await skewed.close();
+      }
+    });
+  }
+});
+
 describe("workspace quota behind latency on the way in as well as the way back", () => {
   // Where a server spends its latency relative to its quota's decision is not shown. Half of it here
   // comes before the decision, each way jittered apart: requests sent in one order can be decided in

@@ -27,7 +27,7 @@ function requestsPerWindow(value: string, flag: string): { requests: number; win
 /** The mean gap between the server's stalls when --stall-ms gives none: a few stalls in a run of seconds. */
 const DEFAULT_STALL_EVERY_MS = 1_000;
 
-/** --quota-window, --quota-sliding, --quota-retry-after, --quota-other-client-rps, --latency-ms, --latency-jitter-ms, --latency-inbound-share, --stall-ms (after --profile and --quota-rps). */
+/** --quota-window, --quota-sliding, --quota-retry-after, --quota-other-client-rps, --latency-ms, --latency-jitter-ms, --latency-inbound-share, --stall-ms, --clock-skew-ms (after --profile and --quota-rps). */
 function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
   const window = v["quota-window"] as string | undefined;
   const sliding = v["quota-sliding"] as string | undefined;
@@ -59,6 +59,11 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     opts.latencyInboundShare = n;
   }
   applyStalls(opts, v);
+  const skew = v["clock-skew-ms"] as string | undefined;
+  if (skew !== undefined) {
+    if (!/^-?\d+$/.test(skew.trim())) throw new ConfigError(`--clock-skew-ms: expected a whole number of ms (negative: behind), got "${skew}"`);
+    opts.clockSkewMs = Number(skew);
+  }
 }
 
 /** --stall-ms, --stall-every-ms: the server's own stalls (simulator/stalls.ts). */
