@@ -31,6 +31,11 @@ export interface Clock {
   now(): number;
   /** `precise`: end within a fraction of a millisecond of `ms`, not the millisecond or two late a timer may be (realClock). */
   sleep(ms: number, signal?: AbortSignal, precise?: boolean): Promise<void>;
+  /**
+   * Run `fn` once the answers already arrived are read (realClock: setImmediate, after the event loop's poll for
+   * I/O); absent, at once. Grants wait for it: see Scheduler.pump.
+   */
+  afterArrived?(fn: () => void): void;
 }
 
 /** performance.now() less the epoch time it stands for (wallClockNow). */
@@ -72,6 +77,9 @@ function blockUntil(end: number): void {
 
 const realClock: Clock = {
   now: wallClockNow,
+  // Two turns: the first ends the poll phase in course (answers read while it ran were not polled for), the
+  // second polls afresh. One turn left sends 21-32 ms after a 429 had arrived (the store's work after other answers).
+  afterArrived: (fn) => setImmediate(() => setImmediate(fn)),
   sleep: (ms, signal, precise = false) =>
     new Promise<void>((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);
@@ -292,6 +300,8 @@ export class RequestScheduler {
   private namedLongWait = false;
   /** The server's clock as its Date headers show it: Retry-After dates are moments on it. */
   private readonly serverClock = new ServerClock();
+  /** A pump waits for the answers already arrived to be read (pump). */
+  private pumpQueued = false;
   /** The difference between the clocks the journal last gave (0: none, or agreeing). */
   private reportedClockOffsetMs = 0;
   /** A pause began since the last grant: the next grant starts a new segment (rate-control.ts). */
@@ -721,8 +731,29 @@ export class RequestScheduler {
   /**
    * Grant what can go now, in line order; arm one timer for the moment the next may go
    * (a pause's end or the pacer's next token). Releases call it too.
+   *
+   * Unpaced, with requests in flight: not at once, but once the answers that already arrived are read
+   * (Clock.afterArrived). A 429 can sit read-ready on its socket while the event loop does the work after
+   * other answers (their store writes): a grant made meanwhile went out after the 429 had arrived, before
+   * we knew of it, and a server counts that request as sent inside its Retry-After. Real CLI, 200/s burst 5,
+   * 600 SKUs, three runs: 5, 5 and 1 requests sent 2-34 ms after the server sent a 429 (most at the run's
+   * first, unpaced, the sync busy with its first pages); read first, 0, 1 and 1, 3 ms after (100/s burst 20
+   * and 40/s burst 10, three runs each: none). The 429 then holds every grant (`holds`). It costs about 4 %
+   * of raw throughput without a quota (3,000 SKUs: 8.32-8.43 s -> 8.51-8.84 s).
    */
   private pump(): void {
+    // Nothing in flight, nothing to read first. Paced, the pacer's own time: a grant behind the store's work
+    // after other answers went out late, and a late grant is time lost (200/s burst 5: steady share 0.89 -> 0.82).
+    if (!this.clock.afterArrived || this.inFlight === 0 || this.pacer !== null) return this.pumpNow();
+    if (this.pumpQueued) return;
+    this.pumpQueued = true;
+    this.clock.afterArrived(() => {
+      this.pumpQueued = false;
+      this.pumpNow();
+    });
+  }
+
+  private pumpNow(): void {
     const now = this.clock.now();
     this.countCeilingHeld(now);
     try {

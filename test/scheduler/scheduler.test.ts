@@ -315,3 +315,78 @@ describe("request scheduler", () => {
     expect(refused.ceilingReport().unpaced).toBeNull();
   });
 });
+
+/** A fake clock whose answers can arrive unread: `arrived` are read (run) before the grants that wait for them (Clock.afterArrived). */
+class ArrivingClock extends FakeClock {
+  arrived: Array<() => void> = [];
+  private afterwards: Array<() => void> = [];
+  afterArrived(fn: () => void): void {
+    this.afterwards.push(fn);
+  }
+  /** The event loop's poll then its check phase: the answers that arrived are read, then what waited for them runs. */
+  async turn(): Promise<void> {
+    for (const read of this.arrived.splice(0)) read();
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    for (const fn of this.afterwards.splice(0)) fn();
+  }
+  override async step(): Promise<boolean> {
+    await this.turn();
+    return super.step();
+  }
+}
+
+describe("grants wait for the answers already arrived", () => {
+  it("a 429 that arrived while a grant was being decided holds that grant for its Retry-After (sent then, a server counts the request inside it)", async () => {
+    const clock = new ArrivingClock();
+    const s = scheduler(clock, { concurrency: 2 });
+    const signal = new AbortController().signal;
+    const t0 = clock.now();
+    let aTries = 0;
+    let bSentAt: number | null = null;
+    // A is in flight; its answer, a 429 naming 1 s, has arrived but is not read yet.
+    const a = s.run(
+      "list",
+      (onStatus) =>
+        aTries++ === 0
+          ? new Promise<string>((_, reject) =>
+              clock.arrived.push(() => {
+                onStatus(429);
+                reject(http429("1"));
+              }),
+            )
+          : Promise.resolve("a"),
+      signal,
+    );
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    // B asks for a slot now: one is free, but the 429 is already here.
+    const b = s.run(
+      "list",
+      async () => {
+        bSentAt = clock.now();
+        return "b";
+      },
+      signal,
+    );
+    const results = await drive(clock, [a, b]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect(bSentAt).not.toBeNull();
+    expect(bSentAt! - t0).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("with nothing in flight a grant is made at once (no answer can be waiting to be read)", async () => {
+    const clock = new ArrivingClock();
+    const s = scheduler(clock);
+    let sent = false;
+    const r = s.run(
+      "list",
+      async () => {
+        sent = true;
+        return 1;
+      },
+      new AbortController().signal,
+    );
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(sent).toBe(true);
+    await r;
+  });
+});
