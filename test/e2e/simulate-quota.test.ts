@@ -153,3 +153,32 @@ describe("simulate --stall-ms", () => {
     expect(zero.stderr).toMatch(/--stall-every-ms: expected a whole number >= 1, got "0"/);
   });
 });
+
+describe("simulate --clock-skew-ms", () => {
+  it("-30000 (written as the next argument, a number below 0): the Date header and a quota's Retry-After date read 30 s behind the machine's clock", async () => {
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--quota-rps", "1", "--quota-burst", "1", "--quota-retry-after", "date", "--clock-skew-ms", "-30000"]);
+    const get = () => fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${KEY}` } });
+    const before = Date.now();
+    const first = await get();
+    await first.text();
+    const second = await get();
+    await second.text();
+    const after = Date.now();
+    expect(first.status).toBe(200);
+    expect(second.status).toBe(429);
+    // Whole seconds: the stamp lies within the server's second of the request, 30 s behind ours.
+    const stamped = Date.parse(second.headers.get("date")!);
+    expect(stamped).toBeGreaterThanOrEqual(Math.floor((before - 30_000) / 1000) * 1000);
+    expect(stamped).toBeLessThanOrEqual(after - 30_000);
+    // The refusal names the next token, at most a second away on the server's clock (rounded up to its second).
+    const named = Date.parse(second.headers.get("retry-after")!);
+    expect(named).toBeGreaterThanOrEqual(before - 30_000);
+    expect(named).toBeLessThanOrEqual(after - 30_000 + 2_000);
+  });
+
+  it("a value that is not a whole number of ms is a configuration error saying which", async () => {
+    const bad = await runCli(["simulate", "--port", "0", "--clock-skew-ms", "-3.5"]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--clock-skew-ms: expected a whole number of ms \(negative: behind\), got "-3.5"/);
+  });
+});
