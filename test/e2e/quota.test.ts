@@ -286,13 +286,15 @@ describe("workspace quota of a server whose clock is not ours, its Retry-After a
         try {
           const waits = d.prepare("SELECT wait_ms FROM sync_journal WHERE kind = 'backoff' AND status = 429").pluck().all() as number[];
           expect(waits.length).toBeGreaterThan(0);
-          // A date rounded up to its second names at most a second ahead; read on the server's clock, up to a second more.
-          for (const w of waits) expect(w).toBeLessThan(2_500);
+          // A date rounded up to its second names at most a second ahead; read on the server's clock, up to a second
+          // more and the answer's way back (30 s more or less on our clock).
+          for (const w of waits) expect(w).toBeLessThan(3_000);
           const said = d.prepare("SELECT message FROM sync_journal WHERE kind = 'suspicious'").pluck().all() as string[];
           const by = said.map((m) => new RegExp(`reads ([\\d.]+) s ${way} ours`).exec(m)?.[1]).filter((x) => x !== undefined);
           expect(by.length).toBeGreaterThan(0);
-          // A Date header is cut to its second: the difference is known to within a second until stamps cross one.
-          for (const s of by) expect(Math.abs(Number(s) - 30)).toBeLessThanOrEqual(1);
+          // A Date header is cut to its second: the difference is known to within a second (and the answer's way
+          // back) until stamps cross one.
+          for (const s of by) expect(Math.abs(Number(s) - 30)).toBeLessThanOrEqual(1.5);
         } finally {
           d.close();
         }
