@@ -14,6 +14,14 @@
 
 /** Offsets this small are taken as clocks that agree: timers and stamps of whole milliseconds, a server's write after its stamp. */
 const CLOCKS_AGREE_MS = 100;
+/**
+ * The clocks are taken to differ only when this many answers each said so on one side, or one said so by more
+ * than DIFFER_AT_ONCE_MS. A single stamp can be stale: Node writes Date from a cache its timer renews each second,
+ * so a server whose event loop was held across a second's turn stamps the second before, and alone that answer
+ * would make the bounds exclude 0 for the rest of the run (every date then waited up to a second long).
+ */
+const CONFIRMING_ANSWERS = 2;
+const DIFFER_AT_ONCE_MS = 1_000;
 
 /** An HTTP-date as RFC 9110 writes it (IMF-fixdate, the form a Date header must take), or NaN. */
 function parseImfDate(value: string): number {
@@ -23,6 +31,10 @@ function parseImfDate(value: string): number {
 export class ServerClock {
   private low = Number.NEGATIVE_INFINITY;
   private high = Number.POSITIVE_INFINITY;
+  /** Answers whose own bounds put the server's clock behind ours, and ahead: CONFIRMING_ANSWERS. */
+  private saidBehind = 0;
+  private saidAhead = 0;
+  private saidFar = false;
 
   /** An answer to a request sent at `sentAt`, read at `answeredAt` (our clock, epoch ms), carried `date` (its Date header, or null). */
   observe(date: string | null, sentAt: number, answeredAt: number): void {
@@ -33,14 +45,30 @@ export class ServerClock {
     const high = stamped + 1_000 - sentAt + CLOCKS_AGREE_MS;
     const both = { low: Math.max(this.low, low), high: Math.min(this.high, high) };
     // Bounds that no longer meet: one of the clocks was set (stepped) meanwhile; this answer's bounds start afresh.
-    if (both.low > both.high) ({ low: this.low, high: this.high } = { low, high });
+    if (both.low > both.high) this.restart(low, high);
     else ({ low: this.low, high: this.high } = both);
+    if (high < 0) this.saidBehind++;
+    if (low > 0) this.saidAhead++;
+    if (high < -DIFFER_AT_ONCE_MS || low > DIFFER_AT_ONCE_MS) this.saidFar = true;
+  }
+
+  private restart(low: number, high: number): void {
+    this.low = low;
+    this.high = high;
+    this.saidBehind = 0;
+    this.saidAhead = 0;
+    this.saidFar = false;
+  }
+
+  /** The bounds exclude 0, and more than one stale stamp could say so. */
+  private get differ(): boolean {
+    if (this.low <= 0 && this.high >= 0) return false;
+    return this.saidFar || Math.max(this.saidBehind, this.saidAhead) >= CONFIRMING_ANSWERS;
   }
 
   /** `now` (our clock) read on the server's: unchanged while the clocks may agree, else the earliest the server's clock can read. */
   read(now: number): number {
-    if (this.low <= 0 && this.high >= 0) return now;
-    return now + this.low + CLOCKS_AGREE_MS;
+    return this.differ ? now + this.low + CLOCKS_AGREE_MS : now;
   }
 
   /** How far the server's clock reads ahead of ours (negative: behind) as read() takes it; 0 while they may agree. */

@@ -67,3 +67,27 @@ describe("ServerClock", () => {
     expect(c.offsetMs).toBe(0);
   });
 });
+
+describe("ServerClock against a stale stamp", () => {
+  it("one answer stamped a second early (a server's Date cache not yet renewed after its loop was held) is not taken for a clock behind", () => {
+    const c = new ServerClock();
+    for (let t = T; t < T + 900; t += 10) c.observe(dateAt(t + 4), t, t + 8);
+    // Sent at T+1,005, stamped with the second before (its loop held 150 ms across the turn).
+    c.observe(dateAt(T + 999), T + 1_150, T + 1_158);
+    for (let t = T + 1_200; t < T + 1_800; t += 10) c.observe(dateAt(t + 4), t, t + 8);
+    expect(c.offsetMs).toBe(0);
+  });
+
+  it("a clock 300 ms behind is found all the same: many answers say so, each near its second's turn", () => {
+    const c = new ServerClock();
+    for (let t = T; t < T + 3_000; t += 10) c.observe(dateAt(t + 4 - 300), t, t + 8);
+    expect(c.offsetMs).toBeLessThanOrEqual(-300);
+    expect(c.offsetMs).toBeGreaterThan(-320);
+  });
+
+  it("one answer alone is enough when it puts the clocks more than a second apart (a run whose first request is refused)", () => {
+    const c = new ServerClock();
+    c.observe(dateAt(T + 400 - 30_000), T + 398, T + 402);
+    expect(c.offsetMs).toBeLessThan(-29_000);
+  });
+});
