@@ -60,7 +60,7 @@ export class ServerClock {
     this.saidFar = false;
   }
 
-  /** The bounds exclude 0, and more than one stale stamp could say so. */
+  /** The bounds exclude 0, and more than one answer says so (or one by over a second): not a single stale stamp. */
   private get differ(): boolean {
     if (this.low <= 0 && this.high >= 0) return false;
     return this.saidFar || Math.max(this.saidBehind, this.saidAhead) >= CONFIRMING_ANSWERS;
