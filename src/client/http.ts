@@ -31,11 +31,7 @@ function requestLabel(ctx: RequestContext): string {
 }
 
 /** An ApiError about the request `ctx`, its message prefixed with the request's label. */
-export function requestError(
-  ctx: RequestContext,
-  text: string,
-  init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; serverDate?: string | null; cause?: unknown },
-): ApiError {
+export function requestError(ctx: RequestContext, text: string, init: { kind: ApiErrorKind; status?: number | null; code?: string | null; retryAfter?: string | null; cause?: unknown }): ApiError {
   return new ApiError(`${requestLabel(ctx)}: ${text}`, { ...init, endpoint: ctx.endpoint, skuId: ctx.skuId ?? null });
 }
 
@@ -152,7 +148,6 @@ function statusError(res: Received, text: string, ctx: RequestContext): ApiError
     status: res.status,
     code,
     retryAfter: retryAfterOf(res.headers),
-    serverDate: serverDateOf(res.headers),
   });
 }
 
@@ -221,12 +216,6 @@ export function safeText(text: string, max: number): string {
 function retryAfterOf(headers: HeaderReader): string | null {
   const ra = headers.get("retry-after");
   return ra === null ? null : safeText(ra, 100);
-}
-
-/** The Date header of a failed response (the server's clock, for the dates a Retry-After names), scrubbed and clipped. */
-function serverDateOf(headers: HeaderReader): string | null {
-  const date = headers.get("date");
-  return date === null ? null : safeText(date, 100);
 }
 
 async function readCapped(res: Received, cap: number, ctx: RequestContext): Promise<{ text: string; bytes: number }> {

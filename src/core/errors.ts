@@ -61,11 +61,6 @@ export class ApiError extends Error {
    * or null: what the scheduler reads to decide how long to wait.
    */
   readonly retryAfter: string | null;
-  /**
-   * The response's Date header (scrubbed, clipped), or null: the server's own clock, which the dates
-   * a Retry-After names are written in (scheduler/server-clock.ts reads them against it when it is not ours).
-   */
-  readonly serverDate: string | null;
   constructor(
     message: string,
     init: {
@@ -76,7 +71,6 @@ export class ApiError extends Error {
       code?: string | null;
       resumeAfter?: number | null;
       retryAfter?: string | null;
-      serverDate?: string | null;
       cause?: unknown;
     },
   ) {
@@ -88,7 +82,6 @@ export class ApiError extends Error {
     this.code = init.code ?? null;
     this.resumeAfter = init.resumeAfter ?? null;
     this.retryAfter = init.retryAfter ?? null;
-    this.serverDate = init.serverDate ?? null;
   }
   get exitCode(): number {
     return this.kind === "auth" ? EXIT.auth : EXIT.syncFailed;

@@ -70,8 +70,11 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
  * end (replayed as a token bucket, held at 0.5 req/s). Without a zone it would be local time: garbage.
  */
 function looksLikeHttpDate(v: string): boolean {
-  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT_RE.test(v);
+  return IMF_FIXDATE_RE.test(v) || /^[A-Za-z]+,?\s.*\d{2}:\d{2}:\d{2}/.test(v) || ISO_MOMENT_RE.test(v);
 }
+
+/** RFC 9110's preferred HTTP-date (IMF-fixdate, "Sun, 29 Nov 2026 08:00:05 GMT"), the only form a Date header may take. */
+export const IMF_FIXDATE_RE = /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/;
 
 /**
  * RFC 9110's asctime form ("Fri Nov 27 00:30:00 2026") names no zone and means GMT; Date.parse

@@ -469,7 +469,7 @@ export class RequestScheduler {
     if (err.status === 503) this.control.spent(sentAt);
     const action = actionFor(err);
     // A date in Retry-After names a moment on the server's clock: read against it (server-clock.ts).
-    const serverNow = this.readServerClock(endpoint, err, sentAt, now);
+    const serverNow = this.readServerClock(endpoint, err, now);
     const raHeader = this.namesNoWait(err, serverNow) ? null : err.retryAfter;
     if (retryAfterBeyondCap(raHeader, serverNow)) {
       const capH = DEFAULTS.maxServerWaitMs / 3_600_000;
@@ -514,7 +514,6 @@ export class RequestScheduler {
           code: err.code,
           skuId: err.skuId,
           retryAfter: err.retryAfter,
-          serverDate: err.serverDate,
           cause: err,
         });
       }
@@ -566,11 +565,11 @@ export class RequestScheduler {
   }
 
   /**
-   * `now` on the server's clock, after what `err`'s Date header shows of it (server-clock.ts). The first time it
-   * is found not to agree with ours (and each time the difference moves by a second more), the journal says so.
+   * `now` on the server's clock, as the answers' Date headers show it (server-clock.ts; each observed with its
+   * status, `onStatus` in run, this one's too). The first time it is found not to agree with ours (and each time
+   * the difference moves by a second more), the journal says so.
    */
-  private readServerClock(endpoint: EndpointName, err: ApiError, sentAt: number, now: number): number {
-    this.serverClock.observe(err.serverDate, sentAt, now);
+  private readServerClock(endpoint: EndpointName, err: ApiError, now: number): number {
     const offset = this.serverClock.offsetMs;
     if (Math.abs(offset - this.reportedClockOffsetMs) >= 1_000 && err.retryAfter !== null) {
       this.reportedClockOffsetMs = offset;

@@ -12,6 +12,8 @@
  * wait is never shorter than the one meant (up to a second longer, the Date header's grain).
  */
 
+import { IMF_FIXDATE_RE } from "./retry-after.js";
+
 /** Offsets this small are taken as clocks that agree: timers and stamps of whole milliseconds, a server's write after its stamp. */
 const CLOCKS_AGREE_MS = 100;
 /**
@@ -23,9 +25,9 @@ const CLOCKS_AGREE_MS = 100;
 const CONFIRMING_ANSWERS = 2;
 const DIFFER_AT_ONCE_MS = 1_000;
 
-/** An HTTP-date as RFC 9110 writes it (IMF-fixdate, the form a Date header must take), or NaN. */
+/** A Date header's moment (IMF-fixdate, the form it must take), or NaN. */
 function parseImfDate(value: string): number {
-  return /^[A-Za-z]{3},\s+\d{1,2}\s+[A-Za-z]{3}\s+\d{4}\s+\d{2}:\d{2}:\d{2}\s+GMT$/.test(value.trim()) ? Date.parse(value) : Number.NaN;
+  return IMF_FIXDATE_RE.test(value.trim()) ? Date.parse(value) : Number.NaN;
 }
 
 export class ServerClock {

@@ -330,11 +330,26 @@ describe("errors", () => {
     expect(err.cause).toBeUndefined();
   });
 
-  it("a 429's Date header travels as the error's serverDate field (the server's clock, which its Retry-After dates are written in)", async () => {
-    const date = "Sun, 29 Nov 2026 08:00:05 GMT";
-    server.use(http.get(`${BASE}/v1/external/inventory-status`, () => HttpResponse.json({}, { status: 429, headers: { "retry-after": "Sun, 29 Nov 2026 08:00:06 GMT", date } })));
-    const err = await rejection(client().listPage({}, signal()));
-    expect(err).toMatchObject({ status: 429, retryAfter: "Sun, 29 Nov 2026 08:00:06 GMT", serverDate: date });
+  it("every answer's status reaches the scheduler with its Date header (the server's clock, which its Retry-After dates are written in), a 429's and a 200's", async () => {
+    const seen: Array<[number, string | null]> = [];
+    const recording = {
+      run: <T>(_e: string, attempt: (onStatus: (status: number, serverDate: string | null) => void) => Promise<T>) => attempt((status, date) => seen.push([status, date])),
+    };
+    const api = new ApiClient({
+      baseUrl: new URL(BASE),
+      key: new Secret(KEY),
+      scheduler: recording as never,
+      http: { connectTimeoutMs: 2_000, responseTimeoutMs: 5_000, maxResponseBytes: 1_000_000, connections: 2 },
+      transport: fetchTransport,
+    });
+    server.use(http.get(`${BASE}/v1/external/workspace`, () => HttpResponse.json({}, { status: 429, headers: { "retry-after": "1", date: "Sun, 29 Nov 2026 08:00:05 GMT" } })));
+    await rejection(api.workspace(signal()));
+    server.use(http.get(`${BASE}/v1/external/workspace`, () => HttpResponse.json({ workspace: { id: "w", name: "W" }, scope: "read" }, { headers: { date: "Sun, 29 Nov 2026 08:00:06 GMT" } })));
+    await api.workspace(signal());
+    expect(seen).toEqual([
+      [429, "Sun, 29 Nov 2026 08:00:05 GMT"],
+      [200, "Sun, 29 Nov 2026 08:00:06 GMT"],
+    ]);
   });
 
   it("a Retry-After that echoes the Authorization header reaches the error without the key", async () => {
