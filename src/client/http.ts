@@ -7,7 +7,7 @@
  */
 import type { EndpointName } from "../core/defaults.js";
 import { ApiError, type ApiErrorKind } from "../core/errors.js";
-import { redactSecrets, scrubSecrets, type Secret } from "../core/secret.js";
+import { parseScrubbed, redactSecrets, type Secret } from "../core/secret.js";
 import type { HeaderReader, HttpOptions, Received, Transport } from "./transport.js";
 
 export interface RawResponse {
@@ -164,7 +164,7 @@ function parseBody(res: Received, text: string, bytes: number, ctx: RequestConte
     throw requestError(ctx, `the response nests deeper than ${MAX_JSON_DEPTH} levels (at character ${depth.at}); no response of this API nests beyond a few, so it is refused unparsed`, invalid);
   }
   try {
-    return JSON.parse(scrubSecrets(text));
+    return parseScrubbed(text);
   } catch (err) {
     // JSON.parse quotes a snippet of the text in its message: server text, so made safe.
     // Not kept as the cause: its message quotes the body raw, and describeError would append it.

@@ -35,8 +35,7 @@ export class Secret {
  * every known key's bytes become "[redacted]". Also strips "Bearer <token>" shapes.
  */
 export function redactSecrets(text: string): string {
-  let out = text;
-  for (const key of registry) if (out.includes(key)) out = out.split(key).join(REDACTED);
+  const out = redactKnownKeys(text);
   // 8+ characters: a key is never shorter (config.ts refuses it), and prose such as
   // "--bearer is not accepted" must stay readable.
   return out.replace(/(Bearer\s+)[^\s"',;]{8,}/gi, `$1${REDACTED}`);
@@ -55,6 +54,33 @@ export function scrubSecrets(text: string): string {
     const escaped = JSON.stringify(key).slice(1, -1);
     for (const form of new Set([key, escaped, escaped.replaceAll("/", "\\/")])) if (out.includes(form)) out = out.split(form).join(REDACTED);
   }
+  return out;
+}
+
+/**
+ * A response body parsed, with every known key's bytes made "[redacted]" in its values: first in the text
+ * (scrubSecrets), then, where the text escapes characters and a key may hide in the escapes (JSON may write
+ * any character as `\uXXXX`: System.Text.Json writes `+` as `\u002B`), in every string it parses to.
+ * The second pass costs a reviver over the whole body, so it runs only when the unescaped text holds a key.
+ */
+export function parseScrubbed(text: string): unknown {
+  const scrubbed = scrubSecrets(text);
+  if (!scrubbed.includes("\\") || !holdsKeyUnescaped(scrubbed)) return JSON.parse(scrubbed);
+  return JSON.parse(scrubbed, (_name, value: unknown) => (typeof value === "string" ? redactKnownKeys(value) : value));
+}
+
+/** Does `json` hold a known key once its escapes are read (roughly: a false alarm only costs the reviver)? */
+function holdsKeyUnescaped(json: string): boolean {
+  const unescaped = json.replace(/\\(?:u([0-9a-fA-F]{4})|(.))/g, (_e, hex: string | undefined, char: string | undefined) =>
+    hex === undefined ? (char ?? "") : String.fromCharCode(Number.parseInt(hex, 16)),
+  );
+  for (const key of registry) if (unescaped.includes(key)) return true;
+  return false;
+}
+
+function redactKnownKeys(text: string): string {
+  let out = text;
+  for (const key of registry) if (out.includes(key)) out = out.split(key).join(REDACTED);
   return out;
 }
 

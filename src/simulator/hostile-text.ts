@@ -9,6 +9,12 @@ export interface HostileTextOptions {
   controlChars?: boolean;
   /** Append the request's Authorization header to every `name` (and to the workspace's name). */
   echoAuthorization?: boolean;
+  /**
+   * Write every character of every string (property names too) as a `\uXXXX` escape: valid JSON, the same
+   * values, and none of their bytes as themselves (an echoed key appears in no form but escaped). JSON allows
+   * any character so; encoders escape some by default (System.Text.Json: `+`, `<`, `&`, non-ASCII).
+   */
+  escapeStrings?: boolean;
 }
 
 /** What `controlChars` puts before and after a name: retitle, bell, clear screen, red; then reset. */
@@ -34,4 +40,14 @@ function visit(v: unknown, rewrite: (name: string) => string): void {
     if (k === "name" && typeof x === "string") o[k] = rewrite(x);
     else visit(x, rewrite);
   }
+}
+
+/** `json` (JSON text) with every string's every UTF-16 unit written as a `\uXXXX` escape (HostileTextOptions.escapeStrings). */
+export function escapeEveryCharacter(json: string): string {
+  return json.replace(/"((?:[^"\\]|\\.)*)"/g, (_whole, inner: string) => {
+    const value = JSON.parse(`"${inner}"`) as string;
+    let out = "";
+    for (let i = 0; i < value.length; i++) out += `\\u${value.charCodeAt(i).toString(16).padStart(4, "0")}`;
+    return `"${out}"`;
+  });
 }

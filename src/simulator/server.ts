@@ -32,7 +32,7 @@ import { ServerStalls, type StallOptions } from "./stalls.js";
 import { createQuota, quotaRetryAfter, retryAfterDeadline, SharedQuota, type Quota, type QuotaOptions } from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
-import { hostileBody, type HostileTextOptions } from "./hostile-text.js";
+import { escapeEveryCharacter, hostileBody, type HostileTextOptions } from "./hostile-text.js";
 import { EndlessCursors, type EndlessCursorOptions } from "./hostile-cursor.js";
 import { LiveWrites, type LiveWrite, type LiveWriteOptions, type ServedPage } from "./live-writes.js";
 import { HostileCursorCodec, listOrderKey, Shaper, type VarianceOptions } from "./variance.js";
@@ -328,7 +328,8 @@ export class SimServer {
   /** Sends the endpoint's answer, spoilt by a fault that alters it (missing field, wrong content type, truncated body). */
   private sendAnswer(res: ServerResponse, status: number, answer: unknown, route: Route, fault: FaultRule | null, record: Recorded): void {
     const body = fault?.kind === "missing-field" && status === 200 ? withoutRequiredField(route.endpoint, answer) : answer;
-    const buf = Buffer.from(JSON.stringify(body));
+    const text = JSON.stringify(body);
+    const buf = Buffer.from(this.hostileText?.escapeStrings ? escapeEveryCharacter(text) : text);
     if (fault?.kind === "wrong-content-type") return void send(res, status, "text/plain; charset=utf-8", buf);
     if (fault?.kind === "truncated") {
       record.outcome = status;

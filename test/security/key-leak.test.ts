@@ -32,7 +32,7 @@ import { COMMANDS } from "../../src/cli/options.js";
 import { FAULT_KINDS, startSimulator, type FaultKind, type FaultRule, type RunningSimulator, type SimulatorOptions } from "../../src/simulator/index.js";
 import type { EndpointName } from "../../src/core/defaults.js";
 import { createLogger } from "../../src/core/logger.js";
-import { redactSecrets, Secret } from "../../src/core/secret.js";
+import { parseScrubbed, redactSecrets, Secret } from "../../src/core/secret.js";
 import { ApiClient } from "../../src/client/api-client.js";
 import { poolTransport } from "../../src/client/transport.js";
 import { RequestScheduler } from "../../src/scheduler/scheduler.js";
@@ -154,6 +154,8 @@ const SCENARIOS: Scenario[] = [
   { name: "hostile server echoing the Authorization header", faults: () => [], hostile: true },
   // Successful answers whose names carry the Authorization header (and terminal control sequences): scrubbed before they are stored or printed.
   { name: "simulator echoing the Authorization header into names", faults: () => [], sim: { hostileText: { echoAuthorization: true, controlChars: true } } },
+  // ...with every character of every string written as a \uXXXX escape: the key's bytes are in no form in the body, yet in the values it parses to.
+  { name: "simulator echoing the Authorization header, every character \\u-escaped", faults: () => [], sim: { hostileText: { echoAuthorization: true, escapeStrings: true } } },
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -723,6 +725,21 @@ describe("logger redaction: every shape a header or the key can take in a logged
     expect(String(secret)).toBe("[redacted]");
     expect(JSON.stringify({ secret })).toBe('{"secret":"[redacted]"}');
     expect(`${secret}`).toBe("[redacted]");
+  });
+
+  it("a body that echoes the key in \\u escapes parses with the key redacted in every value (parseScrubbed)", () => {
+    const escape = (text: string) => [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
+    const echoed = escape(`Bearer ${KEY}`);
+    // Half the key escaped, half as itself, and in a property name spelt with escapes: no byte form of the key in the text.
+    const half = `${escape(KEY.slice(0, 10))}${KEY.slice(10)}`;
+    const body = `{"sku":{"name":"Widget (${echoed})","note":"\\u002b${half}\\n"},"\\u006eame":"${echoed}"}`;
+    expect(body).not.toContain(KEY);
+    expect(JSON.stringify(JSON.parse(body))).toContain(KEY);
+    const parsed = parseScrubbed(body);
+    expect(JSON.stringify(parsed)).not.toContain(KEY);
+    expect(parsed).toEqual({ sku: { name: "Widget (Bearer [redacted])", note: "+[redacted]\n" }, name: "Bearer [redacted]" });
+    // Without a key in it, escapes parse as JSON.parse reads them.
+    expect(parseScrubbed('{"a":"\\u002bx\\n\\\\u0041","b":[1,"\\/"]}')).toEqual({ a: "+x\n\\u0041", b: [1, "/"] });
   });
 });
 
