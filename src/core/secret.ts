@@ -47,7 +47,7 @@ export function redactSecrets(text: string): string {
  * so the key is neither stored nor printed, in its JSON-escaped forms too; "[redacted]"
  * needs no escaping, so the body stays valid JSON.
  */
-export function scrubSecrets(text: string): string {
+function scrubSecrets(text: string): string {
   let out = text;
   for (const key of registry) {
     // As sent, and as JSON may escape it ("/" as "\/"; quotes and backslashes escaped).
