@@ -728,10 +728,10 @@ describe("logger redaction: every shape a header or the key can take in a logged
   });
 
   it("a body that echoes the key in \\u escapes parses with the key redacted in every value (parseScrubbed)", () => {
-    const escape = (text: string) => [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
-    const echoed = escape(`Bearer ${KEY}`);
+    const escapeAll = (text: string) => [...text].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`).join("");
+    const echoed = escapeAll(`Bearer ${KEY}`);
     // Half the key escaped, half as itself, and in a property name spelt with escapes: no byte form of the key in the text.
-    const half = `${escape(KEY.slice(0, 10))}${KEY.slice(10)}`;
+    const half = `${escapeAll(KEY.slice(0, 10))}${KEY.slice(10)}`;
     const body = `{"sku":{"name":"Widget (${echoed})","note":"\\u002b${half}\\n"},"\\u006eame":"${echoed}"}`;
     expect(body).not.toContain(KEY);
     expect(JSON.stringify(JSON.parse(body))).toContain(KEY);
