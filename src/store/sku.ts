@@ -73,6 +73,24 @@ export function historyCopies(rows: readonly HistoryRow[]): HistoryCopyKey[] {
 /** One string per stored identity (sets of identities). */
 export const copyId = (k: HistoryCopyKey): string => `${k.rowKey}#${k.dupIndex}`;
 
+/**
+ * A newest-first walk that stopped early (an incremental sync's) saw every row the server holds
+ * after its oldest row's moment: rows tied at that moment may go on past its last page, none
+ * after it can. So a stored row after that moment that the walk did not return is no longer the
+ * server's as stored: rewritten (a SET's delta changes when a late row lands before it; a renamed
+ * leaf's rows carry the new name) or withdrawn. The moment is epoch ms (rows within one
+ * millisecond count as tied); null when the walk returned no row or a time that does not parse.
+ */
+export function walkedAfter(newestFirst: readonly HistoryRow[]): { ms: number; occurredAt: string } | null {
+  let oldest: { ms: number; occurredAt: string } | null = null;
+  for (const r of newestFirst) {
+    const ms = Date.parse(r.occurredAt);
+    if (Number.isNaN(ms)) return null;
+    if (oldest === null || ms < oldest.ms) oldest = { ms, occurredAt: r.occurredAt };
+  }
+  return oldest;
+}
+
 /** As much of a history row as a replay of the SKU's quantities needs (sync/history-check.ts). */
 export interface ReplayableRow {
   kind: string;
@@ -93,6 +111,8 @@ export interface SkuSaved {
 }
 
 type Journal = (runId: number, e: JournalEntry) => void;
+
+type StoredKey = { row_key: string; dup_index: number };
 
 /** A history row's fields as the feed reports them: the history table's columns but sku_id. */
 function historyFields(k: HistoryCopyKey, r: HistoryRow, runId: number): Fields {
@@ -148,6 +168,8 @@ function prepareSku(db: DB) {
       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
     countHistory: p("SELECT count(*) AS n FROM history WHERE sku_id = ?"),
     historyKeys: p("SELECT row_key, dup_index FROM history WHERE sku_id = ?"),
+    // Text order is time order for the document's one timestamp form; a stored time in another form may be missed here (kept).
+    historyKeysFrom: p("SELECT row_key, dup_index, occurred_at FROM history WHERE sku_id = ? AND occurred_at >= ?"),
     deleteHistoryRow: p("DELETE FROM history WHERE sku_id = ? AND row_key = ? AND dup_index = ? RETURNING *"),
     skuFetched: p(`UPDATE sku_sync SET pending_walk_id = NULL, fetched_walk_id = ?, fetched_at = ?, fail_count = 0, last_error = NULL WHERE sku_id = ?`),
     // A re-poll that stored the detail only: done in this walk, but fetched_at (when detail and
@@ -281,23 +303,48 @@ export class SkuWriter {
       const inserted = this.s.insertHistory.run(skuId, k.rowKey, k.dupIndex, ...historyValues(r), run.id).changes;
       if (inserted) added.push(historyFields(k, r, run.id));
     }
-    // A complete walk is the SKU's whole history as the server has it now: a stored row it
-    // no longer returns was rewritten (a SET's delta changes when a late row lands before
-    // it) or withdrawn, and goes (so does a copy the server no longer has as many of). The
-    // count tells cheaply whether there is any such row.
-    const removed: Fields[] = [];
-    if (keys && (this.s.countHistory.get(skuId) as { n: number }).n > keys.size) {
-      for (const { row_key, dup_index } of this.s.historyKeys.all(skuId) as Array<{ row_key: string; dup_index: number }>) {
-        if (keys.has(copyId({ rowKey: row_key, dupIndex: dup_index }))) continue;
-        const gone = this.s.deleteHistoryRow.get(skuId, row_key, dup_index) as Fields | undefined;
-        if (gone) {
-          const { sku_id: _sku, ...fields } = gone;
-          removed.push(fields);
-        }
-      }
-    }
+    const removed = complete ? this.removeUnreturned(skuId, keys!) : this.removeSuperseded(skuId, history, copies);
     this.outbox.history(run.id, now, skuId, added, removed);
     return { rowsAdded: added.length, rowsRemoved: removed.length };
+  }
+
+  /**
+   * A complete walk is the SKU's whole history as the server has it now: a stored row it
+   * no longer returns was rewritten (a SET's delta changes when a late row lands before
+   * it) or withdrawn, and goes (so does a copy the server no longer has as many of). The
+   * count tells cheaply whether there is any such row.
+   */
+  private removeUnreturned(skuId: string, returned: Set<string>): Fields[] {
+    if ((this.s.countHistory.get(skuId) as { n: number }).n <= returned.size) return [];
+    const stored = this.s.historyKeys.all(skuId) as StoredKey[];
+    return this.removeHistoryRows(
+      skuId,
+      stored.filter((k) => !returned.has(copyId({ rowKey: k.row_key, dupIndex: k.dup_index }))),
+    );
+  }
+
+  /** An incremental walk: the stored rows after the moment it saw everything from (walkedAfter) that it did not return go. */
+  private removeSuperseded(skuId: string, history: HistoryRow[], copies: HistoryCopyKey[]): Fields[] {
+    const after = walkedAfter(history);
+    if (after === null) return [];
+    const returned = new Set(copies.map(copyId));
+    const stored = this.s.historyKeysFrom.all(skuId, after.occurredAt) as Array<StoredKey & { occurred_at: string }>;
+    return this.removeHistoryRows(
+      skuId,
+      stored.filter((k) => Date.parse(k.occurred_at) > after.ms && !returned.has(copyId({ rowKey: k.row_key, dupIndex: k.dup_index }))),
+    );
+  }
+
+  private removeHistoryRows(skuId: string, keys: StoredKey[]): Fields[] {
+    const removed: Fields[] = [];
+    for (const { row_key, dup_index } of keys) {
+      const gone = this.s.deleteHistoryRow.get(skuId, row_key, dup_index) as Fields | undefined;
+      if (gone) {
+        const { sku_id: _sku, ...fields } = gone;
+        removed.push(fields);
+      }
+    }
+    return removed;
   }
 
   /** Detail/history kept failing: journal it; the SKU stays queued for the next run. */

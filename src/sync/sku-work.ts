@@ -7,7 +7,7 @@
 import { DEFAULTS } from "../core/defaults.js";
 import { ApiError, SyncError, type ApiErrorKind } from "../core/errors.js";
 import type { DetailResponse, HistoryRow } from "../core/api-schemas.js";
-import { copyId, historyCopies, historyRowKey, type Store } from "../store/store.js";
+import { copyId, historyCopies, historyRowKey, type Store, walkedAfter } from "../store/store.js";
 import { unexplainedLeaves, type ReplayableRow } from "./history-check.js";
 import { fetchDetail, fetchSku, type FetchedSku } from "./walker.js";
 import { failedShare, tooManyFailures } from "./outcome.js";
@@ -185,6 +185,9 @@ function historyStop(store: Store, skuId: string, overlap: number): (rows: Histo
 function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetched: HistoryRow[]): boolean {
   const rows: ReplayableRow[] = [...fetched];
   const fetchedKeys = new Set(historyCopies(fetched).map(copyId));
-  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r))) rows.push(r);
+  // A stored row after the moment the walk saw everything from, and not among what it returned, is no longer the server's (walkedAfter).
+  const after = walkedAfter(fetched);
+  const superseded = (r: ReplayableRow) => after !== null && Date.parse(r.occurredAt) > after.ms;
+  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r)) && !superseded(r)) rows.push(r);
   return unexplainedLeaves(rows, detail).length === 0;
 }

@@ -94,11 +94,17 @@ async function totalsOfPageOne(client: ApiClient, signal: AbortSignal): Promise<
   return { summary: first.summary, locations: first.locations };
 }
 
+/** One page of a SKU's history; `last`: the server said no page follows. */
+interface HistoryPage {
+  rows: HistoryRow[];
+  last: boolean;
+}
+
 /**
  * Every page of one SKU's history, newest first. A rejected cursor throws HistoryRestart;
  * a repeated cursor is a paging loop.
  */
-async function* walkHistory(client: ApiClient, skuId: string, opts: { limit: number }, signal: AbortSignal): AsyncGenerator<HistoryRow[]> {
+async function* walkHistory(client: ApiClient, skuId: string, opts: { limit: number }, signal: AbortSignal): AsyncGenerator<HistoryPage> {
   let cursor: string | null = null;
   const seen = new Set<string>();
   let rows = 0;
@@ -126,7 +132,7 @@ async function* walkHistory(client: ApiClient, skuId: string, opts: { limit: num
         { kind: "invalid-response", endpoint: "history" },
       );
     }
-    yield page.items;
+    yield { rows: page.items, last: next === null };
     if (next === null) return;
     cursor = next;
   }
@@ -182,12 +188,13 @@ export async function fetchSku(
     let release: (() => void) | null = null;
     try {
       let previous: HistoryRow[] = [];
-      for await (const rows of walkHistory(client, skuId, { limit: opts.historyLimit }, signal)) {
+      for await (const { rows, last } of walkHistory(client, skuId, { limit: opts.historyLimit }, signal)) {
         requests++;
         overlaps.check(history, previous, rows);
         history.push(...rows);
         if (rows.length > 0) previous = rows;
-        if (opts.enough?.(history, rows)) return { detail, history, requests, complete: false };
+        // The last page makes the walk complete, though it reached stored rows too: all of the server's history is in hand.
+        if (!last && opts.enough?.(history, rows)) return { detail, history, requests, complete: false };
         // Past a long history, one SKU at a time: every worker may hold a short one, only one a long one.
         if (release === null && history.length >= DEFAULTS.longHistoryRows) release = await longHistorySlot.acquire(signal);
       }
