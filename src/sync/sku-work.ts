@@ -155,7 +155,10 @@ function recordFailure(ctx: RunContext, skuId: string, err: ApiError): void {
  * Incremental history: pages come newest first; stop once the walk has reached rows
  * already stored and then gone `overlap` known rows further, and past the whole group
  * of rows sharing the first known row's occurredAt (ties). The overlap catches rows
- * that arrived late with an older occurredAt, down to that depth.
+ * that arrived late with an older occurredAt, down to that depth. Not on a page that ends
+ * with a row not stored (at the moment of its last row): the stored rows at that moment the
+ * walk did not return may be on the next page or rewritten (walkedAfter cannot tell), and a
+ * rewritten row's new version stored beside its old one is a copy the server does not have.
  */
 function historyStop(store: Store, skuId: string, overlap: number): (rows: HistoryRow[], lastPage: HistoryRow[]) => boolean {
   let firstKnownAt: string | null = null;
@@ -164,18 +167,32 @@ function historyStop(store: Store, skuId: string, overlap: number): (rows: Histo
   const copies = new Map<string, number>();
   return (_rows, lastPage) => {
     let last: HistoryRow | undefined;
+    const known: boolean[] = [];
     for (const r of lastPage) {
       const rowKey = historyRowKey(r);
       const dupIndex = copies.get(rowKey) ?? 0;
       copies.set(rowKey, dupIndex + 1);
-      if (store.hasHistoryRow(skuId, { rowKey, dupIndex })) {
+      const stored = store.hasHistoryRow(skuId, { rowKey, dupIndex });
+      known.push(stored);
+      if (stored) {
         if (firstKnownAt === null) firstKnownAt = r.occurredAt;
         knownAfter++;
       }
       last = r;
     }
-    return firstKnownAt !== null && knownAfter > overlap && last !== undefined && last.occurredAt < firstKnownAt;
+    if (firstKnownAt === null || knownAfter <= overlap || last === undefined || !(last.occurredAt < firstKnownAt)) return false;
+    return endsKnown(lastPage, known);
   };
+}
+
+/** Are the page's rows at its last row's moment (to the millisecond, as walkedAfter counts ties) all stored? */
+function endsKnown(page: readonly HistoryRow[], known: readonly boolean[]): boolean {
+  const lastMs = Date.parse(page[page.length - 1]!.occurredAt);
+  for (let i = page.length - 1; i >= 0; i--) {
+    if (Date.parse(page[i]!.occurredAt) !== lastMs) break;
+    if (!known[i]) return false;
+  }
+  return true;
 }
 
 /**

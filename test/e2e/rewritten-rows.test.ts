@@ -61,14 +61,14 @@ function historyCount(): number {
 }
 
 /**
- * A SKU whose newest SET (at a clean leaf) is among its newest `within` rows, with `pages` pages of
+ * A SKU whose newest SET (at a clean leaf) is among its rows `from` to `within` (newest first), with `pages` pages of
  * history (1: all of it on one page; 2: more than one page); that SET and the SKU.
  */
-function skuWithRecentSet(pages: 1 | 2, within: number, exclude: string[]): { sku: GroundTruthSku; set: GroundTruthSku["history"][number] } {
+function skuWithRecentSet(pages: 1 | 2, within: number, exclude: string[], from = 0): { sku: GroundTruthSku; set: GroundTruthSku["history"][number] } {
   for (const sku of sim.groundTruth().skus) {
     if (exclude.includes(sku.item.id) || (pages === 1) !== sku.history.length <= PAGE) continue;
     const clean = new Set((sku.detail.locations ?? []).filter((l) => l.freshness?.status === "clean" && l.quantity > 1).map((l) => l.id));
-    const set = sku.history.slice(0, within).find((r) => r.kind === "set" && clean.has(r.locationId));
+    const set = sku.history.slice(from, within).find((r) => r.kind === "set" && clean.has(r.locationId));
     if (set) return { sku, set };
   }
   throw new Error(`no SKU of ${pages} page(s) with a SET among its newest ${within} rows at a clean leaf`);
@@ -107,6 +107,22 @@ describe("history rows the server rewrote, met by an incremental sync", () => {
     // The walk stopped at stored rows: the detail and one history page for that SKU, not all of its pages.
     expect(savedLine(r.stderr, sku.item.id)).toMatchObject({ requests: 2, complete: false });
     expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+  });
+
+  it("a SET rewritten at the very end of the newest page: the walk goes on a page rather than keep both versions", async () => {
+    // The SET at index j: the movement rewriteSet adds and PAGE − 2 − j receipts on top put it at index PAGE − 1, the last row of the first page. The walk
+    // cannot tell a stored row at that moment it did not return from one on the next page: it reads the next page.
+    const { sku, set } = skuWithRecentSet(2, 90, done, 30);
+    done.push(sku.item.id);
+    const j = sku.history.indexOf(set);
+    rewriteSet(sku, set);
+    for (let i = 0; i < PAGE - 2 - j; i++) sim.model.movement(sku.item.id, set.locationId, 1);
+    const now = sim.groundTruth().skus.find((s) => s.item.id === sku.item.id)!;
+    expect(now.history.findIndex((r) => r.kind === "set" && r.occurredAt === set.occurredAt && r.locationId === set.locationId)).toBe(PAGE - 1);
+    const r = await sync(["--log-level", "debug"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+    expect(Number(savedLine(r.stderr, sku.item.id)?.requests)).toBeGreaterThan(2);
   });
 
   it("a rerun adds no row and removes none", async () => {
