@@ -24,11 +24,17 @@ export interface LiveWriteOptions {
   historyRemovals?: number;
   /** How many list walks gain a new SKU (no stock, no history; its place in the list's order is its id's) right after a page fetched with a cursor, when more pages follow. */
   listCreations?: number;
+  /**
+   * How many list walks see a SKU whose detail was already served lose all its stock right after a page fetched
+   * with a cursor, when more pages follow (of those with stock, the one whose detail was served last). In the
+   * `quantity` list order it moves behind the walk's position and is listed again, changed, after its detail was fetched.
+   */
+  listJumps?: number;
 }
 
 /** What a page served looked like, for deciding whether a write lands after it. */
 export interface ServedPage {
-  endpoint: "list" | "history";
+  endpoint: "list" | "history" | "detail";
   /** Lower case; for history. */
   skuId: string | null;
   hasCursor: boolean;
@@ -39,7 +45,7 @@ export interface ServedPage {
 
 /** One write made: a new history row of a SKU, a SKU removed from the list or created. */
 export interface LiveWrite {
-  kind: "history-row" | "list-removal" | "history-removal" | "list-creation";
+  kind: "history-row" | "list-removal" | "history-removal" | "list-creation" | "list-jump";
   /** Lower case. */
   skuId: string;
 }
@@ -49,6 +55,9 @@ export class LiveWrites {
   private listRemovals: number;
   private historyRemovals: number;
   private listCreations: number;
+  private listJumps: number;
+  /** SKUs whose detail was served, in that order (kept while list jumps are left to make). */
+  private readonly detailed: string[] = [];
   constructor(
     opts: LiveWriteOptions,
     private readonly model: SimModel,
@@ -59,11 +68,14 @@ export class LiveWrites {
     this.listRemovals = nonNegative("listRemovals", opts.listRemovals ?? 0);
     this.historyRemovals = nonNegative("historyRemovals", opts.historyRemovals ?? 0);
     this.listCreations = nonNegative("listCreations", opts.listCreations ?? 0);
+    this.listJumps = nonNegative("listJumps", opts.listJumps ?? 0);
   }
 
   /** Called after a page was served: a write may land before the client asks for the next. */
   afterPage(p: ServedPage): void {
+    if (p.endpoint === "detail" && p.skuId !== null && this.listJumps > 0) this.detailed.push(p.skuId);
     if (!p.morePages) return;
+    if (p.endpoint === "list" && p.hasCursor && this.listJumps > 0 && this.jump()) return;
     if (p.endpoint === "history" && !p.hasCursor && p.skuId !== null && this.historyRemovals > 0) {
       this.model.removeSku(p.skuId);
       this.historyRemovals--;
@@ -84,6 +96,22 @@ export class LiveWrites {
       this.listCreations--;
       this.made.push({ kind: "list-creation", skuId: this.model.addSku().toLowerCase() });
     }
+  }
+
+  /** listJumps: of the SKUs whose detail was served, the last served that still has stock loses all of it (a movement out at each leaf). */
+  private jump(): boolean {
+    const leaves = this.model.activeLeafIds();
+    const current = new Set(this.model.skuIds());
+    for (const id of [...this.detailed].reverse()) {
+      if (!current.has(id)) continue;
+      const stocked = leaves.filter((leaf) => this.model.balance(id, leaf) > 0);
+      if (stocked.length === 0) continue;
+      for (const leaf of stocked) this.model.movement(id, leaf, -this.model.balance(id, leaf));
+      this.listJumps--;
+      this.made.push({ kind: "list-jump", skuId: id });
+      return true;
+    }
+    return false;
   }
 
   /** The page's own leaf when it is active, else the workspace's first active leaf. */

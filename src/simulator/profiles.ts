@@ -27,6 +27,10 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
   // ---- where the document says "not shown" or leaves a choice open (variance.ts) ----
   "list-reverse": { about: "list items ordered by id descending", options: { variance: { listOrder: "reverse" } } },
   "list-shuffled": { about: "list items in a stable order that is not by id (a keyed hash of the id)", options: { variance: { listOrder: "shuffled" } } },
+  "list-by-quantity": {
+    about: "list items by total quantity, largest first, then id: an order that moves with the data (a SKU whose stock changes mid-walk is listed twice or not at all)",
+    options: { variance: { listOrder: "quantity" } },
+  },
   "children-first": {
     about: "locations endpoint lists children before their parents; detail locations by id descending",
     options: { variance: { locationOrder: "children-first", detailOrder: "reverse" } },
@@ -123,7 +127,17 @@ export const SERVER_PROFILES: Record<string, ServerProfile> = {
  * bundled so the file stays cheap (each bundle is a union of single profiles above; run one
  * single profile with SERVER_PROFILES=name). Other helpers' profiles join by name.
  */
-export const VARIANCE_E2E_PROFILES: readonly string[] = ["default", "order-variance", "paging-variance", "shape-variance", "data-variance", "all-variance", "history-identical-rows", "history-ties"];
+export const VARIANCE_E2E_PROFILES: readonly string[] = [
+  "default",
+  "order-variance",
+  "list-by-quantity",
+  "paging-variance",
+  "shape-variance",
+  "data-variance",
+  "all-variance",
+  "history-identical-rows",
+  "history-ties",
+];
 
 /** The options of the named profiles, merged left to right (later names win; nested objects merge). */
 export function profileOptions(names: readonly string[]): Partial<SimulatorOptions> {

@@ -117,7 +117,7 @@ export class SimServer {
     this.hostileText = o.hostileText ?? null;
     this.endless = o.endlessCursors ? new EndlessCursors(o.endlessCursors) : null;
     this.live = o.liveWrites ? new LiveWrites(o.liveWrites, o.model) : null;
-    o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed));
+    o.model.setListOrder(listOrderKey(this.shaper.options.listOrder, o.seed, (id) => o.model.listItem(id).totalQuantity));
     // Seed-derived: the same seed issues the same cursors, so whole responses are reproducible.
     const secret = createHash("sha256").update(`inventory-mirror simulator cursor key ${o.seed}`).digest();
     this.cursors = this.shaper.options.cursorStyle === "url-hostile" ? new HostileCursorCodec(secret) : new CursorCodec(secret);
@@ -587,7 +587,7 @@ function servedPage(route: Route, url: URL, body: unknown): ServedPage {
   const b = body as { page?: { nextCursor?: string | null }; items?: Array<{ locationId?: string }> };
   const paged = route.endpoint === "list" || route.endpoint === "history";
   return {
-    endpoint: route.endpoint === "history" ? "history" : "list",
+    endpoint: route.endpoint === "history" || route.endpoint === "detail" ? route.endpoint : "list",
     skuId: route.skuId?.toLowerCase() ?? null,
     hasCursor: !!url.searchParams.get("cursor"),
     morePages: paged && typeof b.page?.nextCursor === "string",

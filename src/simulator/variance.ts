@@ -25,8 +25,12 @@ import type { Paging } from "./api.js";
 import type { DetailLocationIn, DetailResponseIn, GroundTruth, GroundTruthSku, HistoryRowIn, ListItemIn, ListResponseIn, LocationNodeIn } from "./types.js";
 
 export interface VarianceOptions {
-  /** Order of list items: by id (default), by id descending, or shuffled but stable (a keyed hash of the id). */
-  listOrder?: "id" | "reverse" | "shuffled";
+  /**
+   * Order of list items: by id (default), by id descending, shuffled but stable (a keyed hash of the id), or
+   * `quantity`: by total quantity, largest first, then by id. That order moves with the data: a SKU whose stock
+   * changes during a walk moves across the cursor's position, listed twice or not at all (liveWrites.listJumps).
+   */
+  listOrder?: "id" | "reverse" | "shuffled" | "quantity";
   /** Order of the locations endpoint: pre-order tree (default) or children before their parents (reversed). */
   locationOrder?: "tree" | "children-first";
   /** Order of detail `locations`: by leaf id (default) or descending. */
@@ -104,7 +108,7 @@ const DEFAULT_VARIANCE: ResolvedVariance = {
 };
 
 const CHOICES: { [K in keyof ResolvedVariance]?: readonly unknown[] } = {
-  listOrder: ["id", "reverse", "shuffled"],
+  listOrder: ["id", "reverse", "shuffled", "quantity"],
   locationOrder: ["tree", "children-first"],
   detailOrder: ["id", "reverse"],
   lastCursor: ["null", "absent", "empty", "no-page"],
@@ -139,9 +143,15 @@ function resolveVariance(v: VarianceOptions | undefined): ResolvedVariance {
 
 // ---------------------------------------------------------------- list order
 
-/** Sort key of a SKU id whose ascending order is the list order; null = by id itself. */
-export function listOrderKey(order: ResolvedVariance["listOrder"], seed: number): ((id: string) => string) | null {
+/** Above any total quantity the simulator holds (the `quantity` order's keys count down from it). */
+const QUANTITY_KEY_BOUND = 1e12;
+
+/** Sort key of a SKU id whose ascending order is the list order; null = by id itself. `totalOf`: a SKU's total quantity now (for `quantity`). */
+export function listOrderKey(order: ResolvedVariance["listOrder"], seed: number, totalOf: (id: string) => number): ((id: string) => string) | null {
   switch (order) {
+    case "quantity":
+      // Largest first: ascending in (a bound above any total − the total), in thousandths, zero-padded to one width.
+      return (id) => `${String(Math.round((QUANTITY_KEY_BOUND - totalOf(id)) * 1000)).padStart(24, "0")}${id}`;
     case "id":
       return null;
     case "reverse":

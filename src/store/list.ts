@@ -19,9 +19,20 @@ export interface PreviousState {
   list_fingerprint: string | null;
   fetched_walk_id: number | null;
   pending_walk_id: number | null;
+  /** The walk that last listed the SKU (null: none yet). */
+  listed_walk_id: number | null;
   fail_count: number;
   /** 1 when any stored leaf of the SKU has freshness other than clean. */
   not_clean: number;
+}
+
+/**
+ * The SKU was listed earlier in this same walk, with another fingerprint: a server whose list order moves with
+ * its data (a total) lists a SKU again after a write. Its detail, if fetched after the first listing, may be
+ * from before that write, and the fingerprint the second listing leaves would tell the next run nothing changed.
+ */
+export function movedInWalk(previous: PreviousState | undefined, fingerprint: string, walkId: number): boolean {
+  return previous?.listed_walk_id === walkId && previous.list_fingerprint !== fingerprint;
 }
 
 /** Why (a reason of the caller's) a listed SKU must be fetched in this walk, or null when the list shows nothing to do. */
@@ -164,7 +175,7 @@ function prepareList(db: DB) {
         last_seen_at = excluded.last_seen_at, missed_walks = 0, deleted_at = NULL`),
     deleteRootQty: p("DELETE FROM sku_root_quantities WHERE sku_id = ?"),
     insertRootQty: p("INSERT INTO sku_root_quantities (sku_id, root_location_id, quantity) VALUES (?, ?, ?)"),
-    getSkuSync: p(`SELECT s.list_fingerprint, s.fetched_walk_id, s.pending_walk_id, s.fail_count,
+    getSkuSync: p(`SELECT s.list_fingerprint, s.fetched_walk_id, s.pending_walk_id, s.listed_walk_id, s.fail_count,
         EXISTS (SELECT 1 FROM sku_location_quantities q WHERE q.sku_id = s.sku_id AND q.freshness_status IS NOT 'clean') AS not_clean
       FROM sku_sync s WHERE s.sku_id = ?`),
     upsertSkuSync: p(`INSERT INTO sku_sync (sku_id, list_fingerprint, listed_walk_id, pending_walk_id)
@@ -277,9 +288,13 @@ export class ListWriter {
       this.s.deleteRootQty.run(item.id);
       for (const [rootId, qty] of Object.entries(item.locationQuantities)) this.s.insertRootQty.run(item.id, rootId, qty);
       const fingerprint = listFingerprint(item);
-      const reason = decide(item, fingerprint, this.s.getSkuSync.get(item.id) as PreviousState | undefined);
+      const previous = this.s.getSkuSync.get(item.id) as PreviousState | undefined;
+      const reason = decide(item, fingerprint, previous);
       if (reason) queued.push({ id: item.id, reason });
-      this.s.upsertSkuSync.run({ skuId: item.id, fingerprint, walkId: run.walkId, pending: reason ? run.walkId : null });
+      // Listed again in this walk, and changed since (movedInWalk): its detail may be from before the change. No fingerprint
+      // is kept, so the next run fetches it again, whether or not this run could (it may be in a worker's hands now).
+      const kept = movedInWalk(previous, fingerprint, run.walkId) ? null : fingerprint;
+      this.s.upsertSkuSync.run({ skuId: item.id, fingerprint: kept, walkId: run.walkId, pending: reason ? run.walkId : null });
     }
     return queued;
   }

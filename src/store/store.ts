@@ -25,6 +25,7 @@ import { SkuWriter, type HistoryCopyKey, type SkuSaved, type StoredReplayRow } f
 
 export { databaseBelongsToAnother, type JournalEntry, type RunCounters, type RunMode, type RunState, type RunStatus } from "./runs.js";
 export type { PlanDecision } from "./list.js";
+export { movedInWalk } from "./list.js";
 export { copyId, historyCopies, historyRowKey, walkedAfter } from "./sku.js";
 
 export class Store {

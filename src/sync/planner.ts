@@ -3,7 +3,7 @@
  * and history fetched in this walk, and why. It sees records and the store's memory
  * of them, never HTTP, so it is tested without a server.
  */
-import type { PlanDecision, RunState } from "../store/store.js";
+import { movedInWalk, type PlanDecision, type RunState } from "../store/store.js";
 
 export type PlanReason = "new" | "changed" | "repolled" | "retried";
 
@@ -15,7 +15,10 @@ export interface Planner {
 /** Full sync: every listed SKU, except those this same walk already stored (a resumed run does not refetch them). */
 export function planFull(run: RunState): Planner {
   return {
-    reason: (_item, _fp, prev) => (prev?.fetched_walk_id === run.walkId ? null : prev?.fetched_walk_id == null ? "new" : "changed"),
+    reason: (_item, fp, prev) => {
+      if (prev?.fetched_walk_id === run.walkId) return movedInWalk(prev, fp, run.walkId) ? "changed" : null;
+      return prev?.fetched_walk_id == null ? "new" : "changed";
+    },
   };
 }
 
@@ -28,7 +31,8 @@ export function planIncremental(run: RunState): Planner {
   return {
     reason: (_item, fingerprint, prev) => {
       if (!prev || prev.fetched_walk_id == null) return prev?.fail_count ? "retried" : "new";
-      if (prev.fetched_walk_id === run.walkId) return null; // done earlier in this (resumed) walk
+      // Done earlier in this (resumed) walk, unless listed again since with a change (movedInWalk): then fetched again.
+      if (prev.fetched_walk_id === run.walkId) return movedInWalk(prev, fingerprint, run.walkId) ? "changed" : null;
       if (prev.fail_count > 0 || (prev.pending_walk_id != null && prev.pending_walk_id !== run.walkId)) return "retried";
       if (prev.list_fingerprint !== fingerprint) return "changed";
       if (prev.not_clean) return "repolled";

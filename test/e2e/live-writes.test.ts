@@ -161,6 +161,36 @@ describe.each(["offset", "keyset"] as const)("a SKU created between two list pag
   });
 });
 
+describe.each(["keyset", "offset"] as const)("a SKU listed again in one walk, its stock gone since its detail was fetched (list ordered by quantity), cursors by %s", (cursorPosition) => {
+  let sim: RunningSimulator;
+  let dir: string;
+
+  beforeAll(async () => {
+    // The SKU whose detail was served last loses its stock after a list page: ordered by quantity, it moves behind
+    // the walk's position and is listed again, changed (a server whose list order follows its data).
+    const variance = { listOrder: "quantity", cursorPosition, maxPageSize: 5 } as const;
+    sim = await startSimulator({ seed: 37, skus: 40, historyDepth: 12, apiKey: KEY, variance, liveWrites: { listJumps: 1 } });
+    dir = mkdtempSync(join(tmpdir(), "im-live-jump-"));
+  });
+  afterAll(async () => {
+    await sim?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("the SKU is fetched again, in that run or the next, and an incremental sync ends equal to ground truth", async () => {
+    const db = join(dir, "jump.db");
+    const env = { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db };
+    const full = await runCli(["sync", "--full", "--no-progress"], { env });
+    expect(full.code, full.stdout + full.stderr).toBe(0);
+    expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-jump"]);
+    // Before: the second listing's fingerprint was kept, the next run planned nothing for the SKU, and its leaves
+    // kept the quantities of the detail fetched before the write until it was re-verified.
+    const incremental = await runCli(["sync", "--no-progress"], { env });
+    expect(incremental.code, incremental.stdout + incremental.stderr).toBe(0);
+    expect(diffAgainstTruth(db, sim.groundTruth())).toEqual([]);
+  });
+});
+
 describe.each([
   { cursorPosition: "offset", summaryOnce: false },
   { cursorPosition: "keyset", summaryOnce: false },

@@ -241,6 +241,24 @@ describe("the end of a list walk", () => {
       again.push(prev);
       return null;
     });
-    expect(again).toEqual([{ list_fingerprint: expect.any(String), fetched_walk_id: run.walkId, pending_walk_id: null, fail_count: 0, not_clean: 0 }]);
+    expect(again).toEqual([{ list_fingerprint: expect.any(String), fetched_walk_id: run.walkId, pending_walk_id: null, listed_walk_id: run.walkId, fail_count: 0, not_clean: 0 }]);
+  });
+
+  it("a SKU listed again in one walk with another fingerprint keeps none, so the next walk plans it (movedInWalk)", () => {
+    const run = store.startRun("full");
+    const prevs: unknown[] = [];
+    const decide = (_i: unknown, _f: string, prev: unknown) => {
+      prevs.push(prev);
+      return null;
+    };
+    const fingerprint = () => (prevs.at(-1) as { list_fingerprint: string | null }).list_fingerprint;
+    store.savePage(run, [item(OTHER), item(SKU)], "c1", decide);
+    // OTHER listed again unchanged: its fingerprint stays; SKU listed again changed: none kept.
+    store.savePage(run, [item(OTHER)], "c2", decide);
+    expect(fingerprint()).toEqual(expect.any(String));
+    store.savePage(run, [{ ...item(SKU), totalQuantity: 999 }], null, decide);
+    store.finishRun(run.id, "succeeded");
+    store.savePage(store.startRun("incremental"), [{ ...item(SKU), totalQuantity: 999 }], null, decide);
+    expect(fingerprint()).toBeNull();
   });
 });
