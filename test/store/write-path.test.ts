@@ -256,9 +256,9 @@ describe("the end of a list walk", () => {
     // OTHER listed again unchanged: its fingerprint stays; SKU listed again changed: none kept.
     store.savePage(run, [item(OTHER)], "c2", decide);
     expect(fingerprint()).toEqual(expect.any(String));
-    store.savePage(run, [{ ...item(SKU), totalQuantity: 999 }], null, decide);
+    store.savePage(run, [{ ...(item(SKU) as object), totalQuantity: 999 } as never], null, decide);
     store.finishRun(run.id, "succeeded");
-    store.savePage(store.startRun("incremental"), [{ ...item(SKU), totalQuantity: 999 }], null, decide);
+    store.savePage(store.startRun("incremental"), [{ ...(item(SKU) as object), totalQuantity: 999 } as never], null, decide);
     expect(fingerprint()).toBeNull();
   });
 });

@@ -19,7 +19,7 @@ const SEEN = "fingerprint-as-stored";
 const MOVED = "fingerprint-of-a-changed-list-row";
 
 /** A SKU fetched in an earlier walk, with the list row as stored, clean, nothing pending. */
-const settled: PreviousState = { list_fingerprint: SEEN, fetched_walk_id: EARLIER_WALK, pending_walk_id: null, fail_count: 0, not_clean: 0 };
+const settled: PreviousState = { list_fingerprint: SEEN, fetched_walk_id: EARLIER_WALK, pending_walk_id: null, listed_walk_id: EARLIER_WALK, fail_count: 0, not_clean: 0 };
 const prev = (p: Partial<PreviousState>): PreviousState => ({ ...settled, ...p });
 
 type Case = [name: string, fingerprint: string, previous: PreviousState | undefined, reason: string | null];
@@ -33,6 +33,9 @@ describe("planFull: every listed SKU, once per walk", () => {
     ["fetched in an earlier walk, then failed", SEEN, prev({ fail_count: 2, pending_walk_id: EARLIER_WALK }), "changed"],
     ["already fetched by this walk (a resumed run)", SEEN, prev({ fetched_walk_id: THIS_WALK }), null],
     ["already fetched by this walk, list row changed since", MOVED, prev({ fetched_walk_id: THIS_WALK, not_clean: 1 }), null],
+    // Listed earlier in this walk too, and changed since that listing: its detail may be from before the change.
+    ["fetched and listed by this walk, listed again changed (movedInWalk)", MOVED, prev({ fetched_walk_id: THIS_WALK, listed_walk_id: THIS_WALK }), "changed"],
+    ["fetched and listed by this walk, listed again unchanged", SEEN, prev({ fetched_walk_id: THIS_WALK, listed_walk_id: THIS_WALK }), null],
   ];
   it.each(cases)("%s -> %s", (_name, fingerprint, previous, reason) => {
     expect(planFull(run("full")).reason(item, fingerprint, previous)).toBe(reason);
@@ -52,6 +55,8 @@ describe("planIncremental: only what the list shows may have changed, what is no
     ["list row unchanged, clean, nothing pending", SEEN, settled, null],
     // Precedence: done in this walk > retried > changed > repolled.
     ["already fetched by this walk, though changed, failed and not clean", MOVED, prev({ fetched_walk_id: THIS_WALK, fail_count: 2, not_clean: 1 }), null],
+    ["fetched and listed by this walk, listed again changed (movedInWalk)", MOVED, prev({ fetched_walk_id: THIS_WALK, listed_walk_id: THIS_WALK }), "changed"],
+    ["fetched and listed by this walk, listed again unchanged", SEEN, prev({ fetched_walk_id: THIS_WALK, listed_walk_id: THIS_WALK }), null],
     ["failed and changed", MOVED, prev({ fail_count: 1 }), "retried"],
     ["left queued by an earlier walk and not clean", SEEN, prev({ pending_walk_id: EARLIER_WALK, not_clean: 1 }), "retried"],
     ["changed and not clean", MOVED, prev({ not_clean: 1 }), "changed"],
