@@ -97,7 +97,7 @@ interface Leaf {
   latestSetAt: string | null;
 }
 
-type LocationRow = { id: string; name: string | null; display_path: string | null };
+type LocationRow = { id: string; name: string | null; display_path: string | null; status: string | null; deleted_at: string | null };
 type SkuRow = { id: string; code: string | null; name: string | null; total_quantity: number | null; last_seen_at: string | null };
 
 /** What reconcile reads from the mirror, once, for the SKUs it checks. */
@@ -171,7 +171,7 @@ function readMirrorState(db: DB, skuId: string | null): MirrorState {
   const skus = db
     .prepare(`SELECT id, code, name, total_quantity, last_seen_at FROM skus WHERE deleted_at IS NULL ${skuId === null ? "" : "AND id = @skuId"} ORDER BY code, id`)
     .all(params) as SkuRow[];
-  const locations = new Map((db.prepare("SELECT id, name, display_path FROM locations").all() as LocationRow[]).map((l) => [l.id, l]));
+  const locations = new Map((db.prepare("SELECT id, name, display_path, status, deleted_at FROM locations").all() as LocationRow[]).map((l) => [l.id, l]));
   const rootOf = new Map(
     (
       db
@@ -317,6 +317,8 @@ function leafHistoryMismatch(base: { skuId: string; skuCode: string | null; skuN
     leaf.replayReflected = leaf.kept.slice(0, n).reduce(applyRow, 0);
   }
   const lagging = notClean && leaf.rows > 0 && sameQuantity(found, leaf.replayReflected);
+  const unqueried = leaf.quantity === null ? notQueriedForStock(loc) : null;
+  const explained = notClean || unqueried !== null;
   return {
     check: "leaf_history",
     ...base,
@@ -329,19 +331,33 @@ function leafHistoryMismatch(base: { skuId: string; skuCode: string | null; skuN
     freshnessStatus: leaf.status,
     explainedByFreshness: notClean,
     explainedByPendingFetch: false,
-    explained: notClean,
+    explained,
     explanation: notClean
       ? `freshness is ${leaf.status ?? "missing"}: the latest scan may not be reflected yet` + (lagging ? ` (the quantity equals the replay up to the last replay at ${leaf.replayedAt})` : "")
-      : leaf.quantity === null
-        ? "the history implies stock at a leaf the SKU has no quantity row for"
-        : leaf.rows === 0
-          ? "no history row explains this quantity"
-          : "the replay of the mirrored history differs from the mirrored quantity",
+      : unqueried !== null
+        ? `the history implies stock at a leaf the SKU has no quantity row for; the leaf ${unqueried}, and the detail reports stock at active leaves only`
+        : leaf.quantity === null
+          ? "the history implies stock at a leaf the SKU has no quantity row for"
+          : leaf.rows === 0
+            ? "no history row explains this quantity"
+            : "the replay of the mirrored history differs from the mirrored quantity",
     alsoDisagrees: [],
     historyRows: leaf.rows,
     latestSetAt: leaf.latestSetAt,
     replayUpToLastReplay: notClean ? leaf.replayReflected : null,
   };
+}
+
+/**
+ * Why the detail cannot report stock at this leaf, or null when it can: the document queries stock at locations
+ * whose status is `active`, so a leaf made inactive (or archived) keeps its history and leaves the detail, and so
+ * does one gone from the locations tree. Said as the end of a sentence ("the leaf ...").
+ */
+function notQueriedForStock(loc: LocationRow | undefined): string | null {
+  if (loc === undefined) return null;
+  if (loc.deleted_at !== null) return `is no longer in the locations tree (since ${loc.deleted_at})`;
+  if (loc.status !== null && loc.status !== "active") return `has status ${JSON.stringify(loc.status)}, not "active"`;
+  return null;
 }
 
 /** Adds to an aggregate check's text why its list row may be newer than its leaf rows (queued, or read apart). */

@@ -137,6 +137,37 @@ describe("--log-level", () => {
   });
 });
 
+describe("reconcile: history at a leaf the detail does not report stock at", () => {
+  it("a leaf no longer active keeps its history and leaves the detail and the totals: explained, exit 0 (and unexplained, exit 1, while the leaf is active)", async () => {
+    const db = join(dir, "inactive.db");
+    const full = await runCli(["sync", "--full", "--no-progress"], { env: env({ INVENTORY_DB: db }) });
+    expect(full.code, full.stderr).toBe(0);
+    expect((await runCli(["reconcile", "--db", db], { env: env() })).code).toBe(0);
+    // As a server that made a leaf inactive would show it: the SKU's quantity there gone from its detail, its list
+    // total and its root's quantity; the leaf's status not "active"; its history kept.
+    const w = new Database(db);
+    const held = w
+      .prepare(`SELECT q.sku_id AS sku, q.location_id AS leaf, q.quantity AS qty, json_extract(l.path_ids, '$[0]') AS root FROM sku_location_quantities q
+        JOIN locations l ON l.id = q.location_id WHERE q.quantity > 0 AND q.freshness_status = 'clean' AND EXISTS (SELECT 1 FROM history h WHERE h.sku_id = q.sku_id AND h.location_id = q.location_id) LIMIT 1`)
+      .get() as { sku: string; leaf: string; qty: number; root: string };
+    w.prepare("DELETE FROM sku_location_quantities WHERE sku_id = ? AND location_id = ?").run(held.sku, held.leaf);
+    w.prepare("UPDATE skus SET total_quantity = total_quantity - ? WHERE id = ?").run(held.qty, held.sku);
+    expect(w.prepare("UPDATE sku_root_quantities SET quantity = quantity - ? WHERE sku_id = ? AND root_location_id = ?").run(held.qty, held.sku, held.root).changes).toBe(1);
+    w.close();
+    const active = await runCli(["reconcile", "--sku", held.sku, "--db", db, "--json"], { env: env() });
+    expect(active.code).toBe(1);
+    const w2 = new Database(db);
+    w2.prepare("UPDATE locations SET status = 'inactive' WHERE id = ?").run(held.leaf);
+    w2.close();
+    const r = await runCli(["reconcile", "--sku", held.sku, "--db", db, "--json"], { env: env() });
+    expect(r.code, r.stdout).toBe(0);
+    const report = JSON.parse(r.stdout) as { mismatches: Array<{ check: string; locationId: string | null; explained: boolean; explanation: string }> };
+    const at = report.mismatches.filter((m) => m.locationId === held.leaf);
+    expect(at.map((m) => [m.check, m.explained])).toEqual([["leaf_history", true]]);
+    expect(at[0]!.explanation).toMatch(/the leaf has status "inactive", not "active", and the detail reports stock at active leaves only/);
+  });
+});
+
 describe("reconcile while the server moved", () => {
   it("a difference between the list and a detail read seconds apart says they were read apart", async () => {
     const slow = await startSimulator({ seed: 92, skus: 20, historyDepth: 3, apiKey: KEY, quota: { requestsPerSecond: 10, burst: 2 } });
