@@ -21,7 +21,7 @@ import { ApiError } from "../../src/core/errors.js";
 import { Secret } from "../../src/core/secret.js";
 import type { DetailResponse, HistoryRow } from "../../src/core/api-schemas.js";
 import { openDatabase, type DB } from "../../src/store/db.js";
-import { historyRowKey, Store, type RunState } from "../../src/store/store.js";
+import { copyId, historyCopies, historyRowKey, Store, walkedAfter, type RunState } from "../../src/store/store.js";
 import { fetchSku } from "../../src/sync/walker.js";
 import { historyRow, mutate, mutation, toText, VALID, type Mutation } from "./arbitraries.js";
 
@@ -223,10 +223,15 @@ function checkWritten(skuId: string, before: ReturnType<typeof snapshot>, detail
     expect([l.quantity, l.freshness_status]).toEqual([w.quantity, wellFormed(w.freshness.status)]);
   }
 
-  // History: the old rows all kept, and every row of the new history present (once per occurrence
-  // when the schema keeps identical rows apart).
+  // History: the old rows kept but those after the moment the walk saw everything from that it did not return
+  // (walkedAfter: rewritten or withdrawn on the server), and every row of the new history present (once per
+  // occurrence when the schema keeps identical rows apart).
   const keysAfter = new Set((after.history as Row[]).map(historyId));
-  for (const h of before.history as Row[]) expect(keysAfter.has(historyId(h))).toBe(true);
+  const returned = new Set(historyCopies(history).map(copyId));
+  const after_ = walkedAfter(history);
+  const superseded = (h: Row) => after_ !== null && Date.parse(h.occurred_at as string) > after_.ms && !returned.has(historyId(h));
+  for (const h of before.history as Row[]) expect(keysAfter.has(historyId(h))).toBe(!superseded(h));
+  const removed = (before.history as Row[]).filter(superseded).length;
   const occurrences = new Map<string, number>();
   for (const r of history) {
     const k = historyRowKey(r);
@@ -234,7 +239,7 @@ function checkWritten(skuId: string, before: ReturnType<typeof snapshot>, detail
     occurrences.set(k, n + 1);
     expect(keysAfter.has(hasDupIndex() ? `${k}#${n}` : k), `history row ${JSON.stringify(r).slice(0, 200)} missing`).toBe(true);
   }
-  expect(after.history.length).toBe(before.history.length + rowsAdded);
+  expect(after.history.length).toBe(before.history.length + rowsAdded - removed);
 
   // The checkpoint moved with the data, in the same transaction.
   expect((after.sync[0] as Row).pending_walk_id).toBeNull();
