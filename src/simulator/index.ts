@@ -28,7 +28,7 @@
 import { randomBytes } from "node:crypto";
 import type { FaultRule } from "./faults.js";
 import { createModel, MODEL_DEFAULTS, type SimModel, type ModelOptions } from "./model.js";
-import type { QuotaOptions } from "./quota.js";
+import type { ConcurrencyOptions, QuotaOptions } from "./quota.js";
 import { SimServer } from "./server.js";
 import type { SimStats } from "./stats.js";
 import type { GroundTruth } from "./types.js";
@@ -51,6 +51,8 @@ export interface SimulatorOptions extends ModelOptions {
   quota?: QuotaOptions | null;
   /** The limit before authentication, in front of the key check and the quota (server.ts SimServerOptions); null (default) = none. */
   preAuthLimit?: QuotaOptions | null;
+  /** A limit on requests being answered at once, beside the quota (quota.ts ConcurrencyOptions); null (default) = none. */
+  concurrencyLimit?: ConcurrencyOptions | null;
   faults?: FaultRule[];
   /** Where the API document leaves a choice open, take it another way (variance.ts; profiles.ts names bundles). */
   variance?: VarianceOptions;
@@ -105,6 +107,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     prefix,
     quota: opts.quota ?? null,
     preAuthLimit: opts.preAuthLimit ?? null,
+    concurrencyLimit: opts.concurrencyLimit ?? null,
     faults: opts.faults ?? [],
     seed: opts.seed ?? MODEL_DEFAULTS.seed,
     ...(opts.variance ? { variance: opts.variance } : {}),

@@ -4,6 +4,7 @@
  * request timing.
  */
 import { ISO_MOMENT_RE } from "../core/api-schemas.js";
+import type { EndpointName } from "../core/defaults.js";
 import { createRng } from "./prng.js";
 
 /**
@@ -28,6 +29,21 @@ export interface TokenBucketOptions {
    * burst, full). Fewer: a quota another client of the workspace, or the run before, just used.
    */
   startTokens?: number;
+  retryAfter?: RetryAfterForm;
+  /**
+   * Tokens one request of an endpoint takes (default 1 each): a quota that counts cost, not requests (a history
+   * page the server finds dearer, say). A request whose cost the bucket cannot cover is refused until it can.
+   */
+  costs?: Partial<Record<EndpointName, number>>;
+}
+
+/**
+ * At most `maxInFlight` requests being answered at once (from the quota's decision to the response's end); one
+ * more is refused with a wait of `retryAfterMs` (default 1 s): a limit on concurrency, not on rate.
+ */
+export interface ConcurrencyOptions {
+  maxInFlight: number;
+  retryAfterMs?: number;
   retryAfter?: RetryAfterForm;
 }
 
@@ -63,7 +79,10 @@ export type QuotaOptions = (TokenBucketOptions | FixedWindowOptions | SlidingWin
 export type TakeResult = { ok: true } | { ok: false; retryAfterSeconds: number; waitMs: number };
 
 export interface Quota {
-  take(): TakeResult;
+  /** Admit one request of `endpoint` (absent: one of cost 1), or say when it would be. */
+  take(endpoint?: EndpointName): TakeResult;
+  /** An admitted request's response ended (a concurrency limit frees its place; the others count nothing). */
+  release?(): void;
 }
 
 function refusal(waitMs: number): TakeResult {
@@ -76,6 +95,7 @@ export class TokenBucket implements Quota {
   private tokens: number;
   private last: number;
   private startAtFirstTake: boolean;
+  private readonly costs: Partial<Record<EndpointName, number>>;
 
   constructor(
     opts: TokenBucketOptions,
@@ -93,10 +113,15 @@ export class TokenBucket implements Quota {
     this.tokens = start;
     this.last = clock();
     this.startAtFirstTake = opts.startTokens !== undefined;
+    this.costs = { ...opts.costs };
+    for (const [endpoint, cost] of Object.entries(this.costs)) {
+      if (!(cost >= 1 && cost <= burst) || !Number.isFinite(cost)) throw new RangeError(`costs.${endpoint} must be between 1 and the burst (${burst}), got ${cost}`);
+    }
   }
 
-  /** Take one token, or say when one will be available. */
-  take(): TakeResult {
+  /** Take the endpoint's tokens (one unless `costs` says otherwise), or say when they will be available. */
+  take(endpoint?: EndpointName): TakeResult {
+    const cost = (endpoint !== undefined ? this.costs[endpoint] : undefined) ?? 1;
     const now = this.clock();
     if (this.startAtFirstTake) {
       // The start level holds at the first request, whenever it comes (a client's start-up refills nothing).
@@ -105,11 +130,36 @@ export class TokenBucket implements Quota {
     }
     this.tokens = Math.min(this.capacity, this.tokens + ((now - this.last) / 1000) * this.rate);
     this.last = now;
-    if (this.tokens >= 1) {
-      this.tokens -= 1;
+    if (this.tokens >= cost) {
+      this.tokens -= cost;
       return { ok: true };
     }
-    return refusal(((1 - this.tokens) / this.rate) * 1000);
+    return refusal(((cost - this.tokens) / this.rate) * 1000);
+  }
+}
+
+/** ConcurrencyOptions (the server's option `concurrencyLimit`, beside any quota): requests being answered, counted from admission to their response's end (release). */
+export class ConcurrencyLimit implements Quota {
+  readonly maxInFlight: number;
+  private readonly waitMs: number;
+  private inFlight = 0;
+
+  constructor(opts: ConcurrencyOptions) {
+    if (!(opts.maxInFlight >= 1) || !Number.isInteger(opts.maxInFlight)) throw new RangeError(`maxInFlight must be a whole number >= 1, got ${opts.maxInFlight}`);
+    const waitMs = opts.retryAfterMs ?? 1_000;
+    if (!(waitMs > 0) || !Number.isFinite(waitMs)) throw new RangeError(`retryAfterMs must be a positive number, got ${opts.retryAfterMs}`);
+    this.maxInFlight = opts.maxInFlight;
+    this.waitMs = waitMs;
+  }
+
+  take(): TakeResult {
+    if (this.inFlight >= this.maxInFlight) return refusal(this.waitMs);
+    this.inFlight++;
+    return { ok: true };
+  }
+
+  release(): void {
+    this.inFlight = Math.max(0, this.inFlight - 1);
   }
 }
 
@@ -329,7 +379,7 @@ export class SharedQuota implements Quota {
     this.nextOtherAt = this.clock() + this.otherGapMs();
   }
 
-  take(): TakeResult {
+  take(endpoint?: EndpointName): TakeResult {
     const now = this.clock();
     while (this.nextOtherAt <= now) {
       this.replayingAt = this.nextOtherAt;
@@ -338,7 +388,7 @@ export class SharedQuota implements Quota {
       this.nextOtherAt += this.otherGapMs();
     }
     this.replayingAt = null;
-    return this.inner.take();
+    return this.inner.take(endpoint);
   }
 
   /** Exponential, mean 1 ÷ the other client's rate. */

@@ -21,6 +21,7 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { EndpointName } from "../core/defaults.js";
 import type { Socket } from "node:net";
 import { ConfigError } from "../core/errors.js";
 import { handleApi, matchRoute, type Route } from "./api.js";
@@ -29,7 +30,18 @@ import { DEFAULT_OVERSIZE_BYTES, FaultEngine, faultRetryAfter, oversizeFrame, pa
 import type { SimModel } from "./model.js";
 import { createRng, type Rng } from "./prng.js";
 import { ServerStalls, type StallOptions } from "./stalls.js";
-import { createQuota, quotaRetryAfter, retryAfterDeadline, SharedQuota, type Quota, type QuotaOptions } from "./quota.js";
+import {
+  ConcurrencyLimit,
+  createQuota,
+  quotaRetryAfter,
+  retryAfterDeadline,
+  SharedQuota,
+  type ConcurrencyOptions,
+  type Quota,
+  type QuotaOptions,
+  type RetryAfterForm,
+  type TakeResult,
+} from "./quota.js";
 import { StatsCollector, type SimStats } from "./stats.js";
 import { SimApiError } from "./types.js";
 import { escapeEveryCharacter, hostileBody, type HostileTextOptions } from "./hostile-text.js";
@@ -60,6 +72,8 @@ export interface SimServerOptions {
    * neither the key check nor the workspace quota. Null: none.
    */
   preAuthLimit?: QuotaOptions | null;
+  /** A limit on concurrency beside the quota (quota.ts ConcurrencyOptions): more requests being answered at once are refused (429). Null: none. */
+  concurrencyLimit?: ConcurrencyOptions | null;
   faults: FaultRule[];
   /** Seeds fault selection, latency jitter and the cursor secret. */
   seed: number;
@@ -94,6 +108,7 @@ export class SimServer {
   private quotaOptions: QuotaOptions | null = null;
   private preAuth: Quota | null = null;
   private preAuthOptions: QuotaOptions | null = null;
+  private readonly concurrency: { limit: ConcurrencyLimit; retryAfter: RetryAfterForm | undefined } | null;
   private readonly latency: Latency | null;
   private readonly stalls: ServerStalls | null;
   private faults: FaultEngine;
@@ -128,6 +143,7 @@ export class SimServer {
     this.setFaults(o.faults);
     this.setQuota(o.quota);
     this.setPreAuthLimit(o.preAuthLimit ?? null);
+    this.concurrency = o.concurrencyLimit ? { limit: new ConcurrencyLimit(o.concurrencyLimit), retryAfter: o.concurrencyLimit.retryAfter } : null;
     this.server = createServer({ keepAlive: true }, (req, res) => {
       this.onRequest(req, res).catch((err: unknown) => this.internalError(res, err));
     });
@@ -244,9 +260,9 @@ export class SimServer {
     const before = this.preAuth ? this.preAuth.take() : null;
     const passedBefore = !before || before.ok;
     const authorized = passedBefore && this.authorized(req);
-    const taken = authorized && this.quota ? this.quota.take() : null;
+    const taken = authorized ? this.takeQuota(route?.endpoint, res) : null;
     if (authorized && (!taken || taken.ok)) this.stats.quotaAdmitted();
-    const retryAfter = taken && !taken.ok ? quotaRetryAfter(this.quotaOptions?.retryAfter, taken, this.clockNow()) : null;
+    const retryAfter = taken && !taken.ok ? quotaRetryAfter(taken.form, taken, this.clockNow()) : null;
     const preRetryAfter = before && !before.ok ? quotaRetryAfter(this.preAuthOptions?.retryAfter, before, this.clockNow()) : null;
     if (legs && legs.outMs > 0) {
       await this.wait(legs.outMs, res);
@@ -275,6 +291,29 @@ export class SimServer {
     if (fault && (await this.sendFaultInstead(req, res, fault, record))) return;
     const { status, body } = this.endpointAnswer(req, url, route);
     this.sendAnswer(res, status, body, route, fault, record);
+  }
+
+  /**
+   * The workspace quota's decision for one request (its endpoint's cost), then the concurrency limit's, whose
+   * place is freed when the response ends; null when neither is set. A refusal carries its Retry-After form.
+   */
+  private takeQuota(endpoint: EndpointName | undefined, res: ServerResponse): (TakeResult & { form: RetryAfterForm | undefined }) | null {
+    const taken = this.quota ? this.quota.take(endpoint) : null;
+    if (taken && !taken.ok) return { ...taken, form: this.quotaOptions?.retryAfter };
+    if (!this.concurrency) return taken && { ...taken, form: undefined };
+    const held = this.concurrency.limit.take();
+    if (!held.ok) return { ...held, form: this.concurrency.retryAfter };
+    // Freed when the response is handed over (finish), or the connection ends without it (close): once.
+    const limit = this.concurrency.limit;
+    let freed = false;
+    const free = () => {
+      if (freed) return;
+      freed = true;
+      limit.release();
+    };
+    res.once("finish", free);
+    res.once("close", free);
+    return { ...held, form: undefined };
   }
 
   /** A fault that replaces the endpoint's answer: sends it and returns true; false for a fault that alters the answer or only delays it. */

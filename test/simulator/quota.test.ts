@@ -4,7 +4,18 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { request, Agent } from "node:http";
-import { createQuota, FixedWindow, quotaRetryAfter, RETRY_AFTER_GRACE_MS, RetryAfterLedger, retryAfterDeadline, type SharedQuota, SlidingWindow, TokenBucket } from "../../src/simulator/quota.js";
+import {
+  ConcurrencyLimit,
+  createQuota,
+  FixedWindow,
+  quotaRetryAfter,
+  RETRY_AFTER_GRACE_MS,
+  RetryAfterLedger,
+  retryAfterDeadline,
+  type SharedQuota,
+  SlidingWindow,
+  TokenBucket,
+} from "../../src/simulator/quota.js";
 import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
 import { createRng } from "../../src/simulator/prng.js";
 import { latencyLegs } from "../../src/simulator/server.js";
@@ -58,6 +69,50 @@ describe("TokenBucket (fake clock)", () => {
     expect(slow.take()).toMatchObject({ ok: false, retryAfterSeconds: 6 });
     expect(new TokenBucket({ requestsPerSecond: 50 }, () => now).capacity).toBe(50);
     expect(() => new TokenBucket({ requestsPerSecond: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("TokenBucket counting cost per endpoint (fake clock)", () => {
+  it("takes each endpoint's tokens, refuses a request its cost does not fit, and names the wait until it does", () => {
+    let now = 0;
+    const b = new TokenBucket({ requestsPerSecond: 10, burst: 10, costs: { history: 3 } }, () => now);
+    expect([b.take("history"), b.take("history"), b.take("history")].every((r) => r.ok)).toBe(true);
+    // 1 token left: a detail (cost 1) passes, a history page (3) waits until 3 are there.
+    expect(b.take("history")).toEqual({ ok: false, retryAfterSeconds: 1, waitMs: 200 });
+    expect(b.take("detail").ok).toBe(true);
+    expect(b.take("history")).toMatchObject({ ok: false, waitMs: 300 });
+    now += 300;
+    expect(b.take("history").ok).toBe(true);
+    expect(() => new TokenBucket({ requestsPerSecond: 10, burst: 2, costs: { history: 3 } })).toThrow(RangeError);
+  });
+});
+
+describe("ConcurrencyLimit", () => {
+  it("admits up to maxInFlight requests being answered, refuses one more for retryAfterMs, and frees a place at each release", () => {
+    const c = new ConcurrencyLimit({ maxInFlight: 2 });
+    expect([c.take().ok, c.take().ok]).toEqual([true, true]);
+    expect(c.take()).toEqual({ ok: false, retryAfterSeconds: 1, waitMs: 1_000 });
+    c.release();
+    expect(c.take().ok).toBe(true);
+    expect(new ConcurrencyLimit({ maxInFlight: 1, retryAfterMs: 250 }).take()).toMatchObject({ ok: true });
+    expect(() => new ConcurrencyLimit({ maxInFlight: 0 })).toThrow(RangeError);
+  });
+});
+
+describe("ConcurrencyLimit over HTTP", () => {
+  let sim: RunningSimulator | undefined;
+  afterEach(async () => {
+    await sim?.close();
+    sim = undefined;
+  });
+
+  it("of three requests at once answered 150 ms later, the third is refused with Retry-After; the next, after them, passes", async () => {
+    sim = await startSimulator({ seed: 3, skus: 5, historyDepth: 2, concurrencyLimit: { maxInFlight: 2 }, latencyMs: 150 });
+    const s = sim;
+    const answers = await Promise.all([0, 1, 2].map(() => get(s, `${API}/workspace`)));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 429]);
+    expect(answers.find((a) => a.status === 429)!.headers.get("retry-after")).toBe("1");
+    expect((await get(s, `${API}/workspace`)).status).toBe(200);
   });
 });
 
