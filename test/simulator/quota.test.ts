@@ -106,8 +106,9 @@ describe("ConcurrencyLimit over HTTP", () => {
     sim = undefined;
   });
 
-  it("of three requests at once answered 150 ms later, the third is refused with Retry-After; the next, after them, passes", async () => {
-    sim = await startSimulator({ seed: 3, skus: 5, historyDepth: 2, concurrencyLimit: { maxInFlight: 2 }, latencyMs: 150 });
+  it("of three requests at once answered 400 ms later, the third is refused with Retry-After; the next, after them, passes", async () => {
+    // 400 ms: the three must all arrive while the first two are still being answered, on a loaded machine too.
+    sim = await startSimulator({ seed: 3, skus: 5, historyDepth: 2, concurrencyLimit: { maxInFlight: 2 }, latencyMs: 400 });
     const s = sim;
     const answers = await Promise.all([0, 1, 2].map(() => get(s, `${API}/workspace`)));
     expect(answers.map((a) => a.status).sort()).toEqual([200, 200, 429]);
