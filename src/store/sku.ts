@@ -81,14 +81,21 @@ export const copyId = (k: HistoryCopyKey): string => `${k.rowKey}#${k.dupIndex}`
  * leaf's rows carry the new name) or withdrawn. The moment is epoch ms (rows within one
  * millisecond count as tied); null when the walk returned no row or a time that does not parse.
  */
-export function walkedAfter(newestFirst: readonly HistoryRow[]): { ms: number; occurredAt: string } | null {
+export function walkedAfter(newestFirst: readonly HistoryRow[]): WalkedAfter | null {
   let oldest: { ms: number; occurredAt: string } | null = null;
   for (const r of newestFirst) {
     const ms = Date.parse(r.occurredAt);
     if (Number.isNaN(ms)) return null;
     if (oldest === null || ms < oldest.ms) oldest = { ms, occurredAt: r.occurredAt };
   }
-  return oldest;
+  return oldest === null ? null : { ...oldest, covers: (occurredAt) => Date.parse(occurredAt) > oldest.ms };
+}
+
+/** walkedAfter's moment; `covers(t)`: a row at `t` is after it (a stored one the walk did not return is superseded). */
+export interface WalkedAfter {
+  ms: number;
+  occurredAt: string;
+  covers(occurredAt: string): boolean;
 }
 
 /** As much of a history row as a replay of the SKU's quantities needs (sync/history-check.ts). */
@@ -331,7 +338,7 @@ export class SkuWriter {
     const stored = this.s.historyKeysFrom.all(skuId, after.occurredAt) as Array<StoredKey & { occurred_at: string }>;
     return this.removeHistoryRows(
       skuId,
-      stored.filter((k) => Date.parse(k.occurred_at) > after.ms && !returned.has(copyId({ rowKey: k.row_key, dupIndex: k.dup_index }))),
+      stored.filter((k) => after.covers(k.occurred_at) && !returned.has(copyId({ rowKey: k.row_key, dupIndex: k.dup_index }))),
     );
   }
 

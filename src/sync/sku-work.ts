@@ -204,7 +204,6 @@ function historyAddsUp(store: Store, skuId: string, detail: DetailResponse, fetc
   const fetchedKeys = new Set(historyCopies(fetched).map(copyId));
   // A stored row after the moment the walk saw everything from, and not among what it returned, is no longer the server's (walkedAfter).
   const after = walkedAfter(fetched);
-  const superseded = (r: ReplayableRow) => after !== null && Date.parse(r.occurredAt) > after.ms;
-  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r)) && !superseded(r)) rows.push(r);
+  for (const r of store.replayRows(skuId)) if (!fetchedKeys.has(copyId(r)) && !after?.covers(r.occurredAt)) rows.push(r);
   return unexplainedLeaves(rows, detail).length === 0;
 }
