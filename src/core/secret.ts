@@ -42,29 +42,14 @@ export function redactSecrets(text: string): string {
 }
 
 /**
- * A response body that echoes a key (a server reflecting the Authorization header into a
- * name or a note): every known key's bytes become "[redacted]" before the body is parsed,
- * so the key is neither stored nor printed, in its JSON-escaped forms too; "[redacted]"
- * needs no escaping, so the body stays valid JSON.
- */
-function scrubSecrets(text: string): string {
-  let out = text;
-  for (const key of registry) {
-    // As sent, and as JSON may escape it ("/" as "\/"; quotes and backslashes escaped).
-    const escaped = JSON.stringify(key).slice(1, -1);
-    for (const form of new Set([key, escaped, escaped.replaceAll("/", "\\/")])) if (out.includes(form)) out = out.split(form).join(REDACTED);
-  }
-  return out;
-}
-
-/**
- * A response body parsed, with every known key's bytes made "[redacted]" in its values: first in the text
- * (scrubSecrets), then, where the text escapes characters and a key may hide in the escapes (JSON may write
- * any character as `\uXXXX`: System.Text.Json writes `+` as `\u002B`), in every string it parses to.
+ * A response body that echoes a key (a server reflecting the Authorization header into a name or a note),
+ * parsed with every known key made "[redacted]" in its values, so the key is neither stored nor printed: first
+ * in the text as sent ("[redacted]" needs no escaping: the body stays valid JSON), then, where the text escapes characters and a key may hide in the escapes
+ * (`\/`, or any character as `\uXXXX`: System.Text.Json writes `+` as `\u002B`), in every string it parses to.
  * The second pass costs a reviver over the whole body, so it runs only when the unescaped text holds a key.
  */
 export function parseScrubbed(text: string): unknown {
-  const scrubbed = scrubSecrets(text);
+  const scrubbed = redactKnownKeys(text);
   if (!scrubbed.includes("\\") || !holdsKeyUnescaped(scrubbed)) return JSON.parse(scrubbed);
   return JSON.parse(scrubbed, (_name, value: unknown) => (typeof value === "string" ? redactKnownKeys(value) : value));
 }

@@ -738,6 +738,10 @@ describe("logger redaction: every shape a header or the key can take in a logged
     const parsed = parseScrubbed(body);
     expect(JSON.stringify(parsed)).not.toContain(KEY);
     expect(parsed).toEqual({ sku: { name: "Widget (Bearer [redacted])", note: "+[redacted]\n" }, name: "Bearer [redacted]" });
+    // A key with slashes, written with every "/" as "\/" (as PHP's json_encode does).
+    const slashed = `imk/leak/${KEY_SECRET_PART}`;
+    new Secret(slashed);
+    expect(parseScrubbed(`{"note":"${slashed.replaceAll("/", "\\/")}"}`)).toEqual({ note: "[redacted]" });
     // Without a key in it, escapes parse as JSON.parse reads them.
     expect(parseScrubbed('{"a":"\\u002bx\\n\\\\u0041","b":[1,"\\/"]}')).toEqual({ a: "+x\n\\u0041", b: [1, "/"] });
   });
