@@ -183,6 +183,8 @@ describe.each(["keyset", "offset"] as const)("a SKU listed again in one walk, it
     const full = await runCli(["sync", "--full", "--no-progress"], { env });
     expect(full.code, full.stdout + full.stderr).toBe(0);
     expect(sim.liveWritesMade().map((w) => w.kind)).toEqual(["list-jump"]);
+    // The premise: the walk listed that SKU twice (40 SKUs, 41 listings).
+    expect(lastRun(db).skus_listed).toBe(41);
     // Before: the second listing's fingerprint was kept, the next run planned nothing for the SKU, and its leaves
     // kept the quantities of the detail fetched before the write until it was re-verified.
     const incremental = await runCli(["sync", "--no-progress"], { env });
