@@ -41,6 +41,8 @@ export type PlanDecision<R extends string> = (item: ListItem, fingerprint: strin
 export interface Queued<R extends string> {
   id: string;
   reason: R;
+  /** Listed earlier in this walk with another fingerprint (movedInWalk): a worker holding it now may have its detail from before the change. */
+  again: boolean;
 }
 
 const iso = () => new Date().toISOString();
@@ -290,10 +292,11 @@ export class ListWriter {
       const fingerprint = listFingerprint(item);
       const previous = this.s.getSkuSync.get(item.id) as PreviousState | undefined;
       const reason = decide(item, fingerprint, previous);
-      if (reason) queued.push({ id: item.id, reason });
       // Listed again in this walk, and changed since (movedInWalk): its detail may be from before the change. No fingerprint
-      // is kept, so the next run fetches it again, whether or not this run could (it may be in a worker's hands now).
-      const kept = movedInWalk(previous, fingerprint, run.walkId) ? null : fingerprint;
+      // is kept, so the next run fetches it again if this run cannot (stopped before the worker holding it let go).
+      const again = movedInWalk(previous, fingerprint, run.walkId);
+      if (reason) queued.push({ id: item.id, reason, again });
+      const kept = again ? null : fingerprint;
       this.s.upsertSkuSync.run({ skuId: item.id, fingerprint: kept, walkId: run.walkId, pending: reason ? run.walkId : null });
     }
     return queued;

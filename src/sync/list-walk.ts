@@ -144,11 +144,11 @@ async function savePageAndQueue(ctx: RunContext, page: ListPage, walkAgain: (lis
 }
 
 /** The SKUs a page planned, counted and fed to the workers. */
-async function queueForWorkers(ctx: RunContext, queued: ReadonlyArray<{ id: string; reason: keyof RunContext["tally"]["plan"] }>): Promise<void> {
+async function queueForWorkers(ctx: RunContext, queued: ReadonlyArray<{ id: string; reason: keyof RunContext["tally"]["plan"]; again: boolean }>): Promise<void> {
   ctx.tally.planned += queued.length;
   for (const q of queued) {
     ctx.tally.plan[q.reason]++;
-    await ctx.feed.offer(q.id, false, q.reason === "repolled");
+    await ctx.feed.offer(q.id, false, q.reason === "repolled", q.again);
   }
 }
 

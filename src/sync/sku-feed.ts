@@ -6,6 +6,11 @@
  * planner skips it), `active` holds what is queued or in a worker's hands (at most the
  * queue's capacity plus the workers), and `settled` what ended in this run without being
  * fetched (failed or vanished: exceptional, and bounded by maxFailedShare).
+ *
+ * A SKU listed again in the same walk with a change (a server whose list order follows its data
+ * lists it again after a write) while a worker holds it is taken again once that worker lets it go
+ * fetched: the detail it holds may be from before the write. Queued, not yet taken, it needs nothing:
+ * its fetch comes after the write.
  */
 import { WorkQueue } from "./queue.js";
 
@@ -24,8 +29,14 @@ export class SkuFeed {
   private readonly queue: WorkQueue<QueuedSku>;
   private readonly active = new Set<string>();
   private readonly settled = new Set<string>();
-  /** SKUs queued in this run so far. */
+  /** SKUs queued in this run so far (one taken again counted again). */
   enqueued = 0;
+  /** SKUs in workers' hands now (taken, not yet released). */
+  private readonly taken = new Set<string>();
+  /** SKUs listed again with a change while in a worker's hands: taken again once released fetched (offer's `again`). */
+  private readonly listedAgain = new Map<string, QueuedSku>();
+  /** ...released so: taken before the queue's next. */
+  private readonly again: QueuedSku[] = [];
 
   /** SKUs in workers' hands now (taken, not yet released), and the workers waiting for that to fall under `inHandLimit`. */
   private inHand = 0;
@@ -53,14 +64,20 @@ export class SkuFeed {
       "abort",
       () => {
         this.queue.clear();
+        this.again.length = 0;
+        this.listedAgain.clear();
         this.wake();
       },
       { once: true },
     );
   }
 
-  /** Queue a SKU unless this run already has it in hand or settled it; false when it was not queued. */
-  async offer(id: string, fullHistory = false, repoll = false): Promise<boolean> {
+  /**
+   * Queue a SKU unless this run already has it in hand or settled it; false when it was not queued.
+   * `again`: listed again in this walk with a change; in a worker's hands, it is taken again once released fetched.
+   */
+  async offer(id: string, fullHistory = false, repoll = false, again = false): Promise<boolean> {
+    if (again && this.taken.has(id)) this.listedAgain.set(id, { id, fullHistory, repoll });
     if (this.active.has(id) || this.settled.has(id)) return false;
     this.active.add(id);
     this.enqueued++;
@@ -73,15 +90,26 @@ export class SkuFeed {
     while (this.inHand >= Math.max(1, this.inHandLimit()) && !this.signal.aborted) await this.nextCheck();
     // Counted before the wait for the queue, so that workers woken together do not all pass the check.
     this.inHand++;
-    const next = await this.queue.take();
+    const again = this.again.shift();
+    const next: IteratorResult<QueuedSku> = again ? { done: false, value: again } : await this.queue.take();
     if (next.done) this.putDown();
+    else this.taken.add(next.value.id);
     return next;
   }
 
   /** A SKU left a worker's hands: fetched (the database now says so), or settled for this run. */
   release(id: string, fetched: boolean): void {
-    this.active.delete(id);
-    if (!fetched) this.settled.add(id);
+    this.taken.delete(id);
+    const again = this.listedAgain.get(id);
+    this.listedAgain.delete(id);
+    if (again && fetched && !this.signal.aborted) {
+      // Still active: queued again, ahead of the rest.
+      this.again.push(again);
+      this.enqueued++;
+    } else {
+      this.active.delete(id);
+      if (!fetched) this.settled.add(id);
+    }
     this.putDown();
   }
 

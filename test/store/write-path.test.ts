@@ -182,7 +182,7 @@ describe("the end of a list walk", () => {
       decided.push((i as { id: string }).id);
       return "new";
     });
-    expect(again).toEqual({ queued: [{ id: THIRD, reason: "new" }], unlisted: 1 });
+    expect(again).toEqual({ queued: [{ id: THIRD, reason: "new", again: false }], unlisted: 1 });
     expect(decided).toEqual([THIRD]);
     expect(store.countListedInWalk(run.walkId)).toBe(3);
     expect(db.prepare("SELECT list_cursor, list_done, skus_listed, skus_planned FROM sync_runs WHERE id = ?").get(run.id)).toEqual({
@@ -230,7 +230,7 @@ describe("the end of a list walk", () => {
       seen.push([(i as { id: string }).id, typeof fingerprint, prev]);
       return (i as { id: string }).id === SKU ? "retried" : null;
     });
-    expect(queued).toEqual([{ id: SKU, reason: "retried" }]);
+    expect(queued).toEqual([{ id: SKU, reason: "retried", again: false }]);
     expect(seen).toEqual([
       [SKU, "string", undefined],
       [OTHER, "string", undefined],
@@ -244,19 +244,19 @@ describe("the end of a list walk", () => {
     expect(again).toEqual([{ list_fingerprint: expect.any(String), fetched_walk_id: run.walkId, pending_walk_id: null, listed_walk_id: run.walkId, fail_count: 0, not_clean: 0 }]);
   });
 
-  it("a SKU listed again in one walk with another fingerprint keeps none, so the next walk plans it (movedInWalk)", () => {
+  it("a SKU listed again in one walk with another fingerprint keeps none, so the next walk plans it, and is queued as listed again (movedInWalk)", () => {
     const run = store.startRun("full");
     const prevs: unknown[] = [];
     const decide = (_i: unknown, _f: string, prev: unknown) => {
       prevs.push(prev);
-      return null;
+      return "changed";
     };
     const fingerprint = () => (prevs.at(-1) as { list_fingerprint: string | null }).list_fingerprint;
     store.savePage(run, [item(OTHER), item(SKU)], "c1", decide);
     // OTHER listed again unchanged: its fingerprint stays; SKU listed again changed: none kept.
-    store.savePage(run, [item(OTHER)], "c2", decide);
+    expect(store.savePage(run, [item(OTHER)], "c2", decide)).toEqual([{ id: OTHER, reason: "changed", again: false }]);
     expect(fingerprint()).toEqual(expect.any(String));
-    store.savePage(run, [{ ...(item(SKU) as object), totalQuantity: 999 } as never], null, decide);
+    expect(store.savePage(run, [{ ...(item(SKU) as object), totalQuantity: 999 } as never], null, decide)).toEqual([{ id: SKU, reason: "changed", again: true }]);
     store.finishRun(run.id, "succeeded");
     store.savePage(store.startRun("incremental"), [{ ...(item(SKU) as object), totalQuantity: 999 } as never], null, decide);
     expect(fingerprint()).toBeNull();

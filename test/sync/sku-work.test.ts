@@ -57,6 +57,40 @@ describe("SkuFeed", () => {
     expect(feed.enqueued).toBe(3);
   });
 
+  it("a SKU listed again with a change while a worker holds it is taken again once released fetched; queued, or released unfetched, it is not", async () => {
+    const feed = new SkuFeed(10, new AbortController().signal);
+    await feed.offer("a");
+    await feed.offer("b");
+    expect((await feed.take()).value?.id).toBe("a");
+    // "a" in hand, "b" still queued: both listed again, changed.
+    expect(await feed.offer("a", false, false, true)).toBe(false);
+    expect(await feed.offer("b", false, false, true)).toBe(false);
+    feed.release("a", true);
+    expect((await feed.take()).value).toEqual({ id: "a", fullHistory: false, repoll: false });
+    expect((await feed.take()).value?.id).toBe("b");
+    feed.release("a", true);
+    feed.release("b", true);
+    feed.close();
+    expect((await feed.take()).done).toBe(true);
+    expect(feed.enqueued).toBe(3);
+
+    const unfetched = new SkuFeed(10, new AbortController().signal);
+    await unfetched.offer("c");
+    await unfetched.take();
+    await unfetched.offer("c", false, false, true);
+    unfetched.release("c", false);
+    unfetched.close();
+    expect((await unfetched.take()).done).toBe(true);
+    // Listed again unchanged (not `again`) while in hand: nothing more.
+    const same = new SkuFeed(10, new AbortController().signal);
+    await same.offer("d");
+    await same.take();
+    expect(await same.offer("d")).toBe(false);
+    same.release("d", true);
+    same.close();
+    expect((await same.take()).done).toBe(true);
+  });
+
   it("an abort releases a producer blocked on a full queue and drops what was queued", async () => {
     const ac = new AbortController();
     const feed = new SkuFeed(1, ac.signal);
