@@ -186,6 +186,7 @@ function prepareList(db: DB) {
         pending_walk_id = COALESCE(excluded.pending_walk_id, sku_sync.pending_walk_id)`),
     setListCheckpoint: p("UPDATE sync_runs SET list_cursor = ?, list_done = ?, skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
     addListed: p("UPDATE sync_runs SET skus_listed = skus_listed + ?, skus_planned = skus_planned + ? WHERE id = ?"),
+    restartListed: p("UPDATE sync_runs SET skus_listed = 0 WHERE id = ?"),
     listedInWalk: p("SELECT 1 AS listed FROM sku_sync WHERE sku_id = ? AND listed_walk_id = ?"),
     countListedInWalk: p("SELECT count(*) AS n FROM sku_sync WHERE listed_walk_id = ?"),
     setWalkAgain: p("UPDATE sync_runs SET list_walk_again = ? WHERE id = ?"),
@@ -276,6 +277,11 @@ export class ListWriter {
   }
 
   /** SKUs this walk has listed so far (each once, however many times pages listed it). */
+  /** The walk restarted from page one (a cursor the server rejected): what it listed before is listed again, not counted twice. */
+  listWalkRestarted(runId: number): void {
+    this.s.restartListed.run(runId);
+  }
+
   countListedInWalk(walkId: number): number {
     return (this.s.countListedInWalk.get(walkId) as { n: number }).n;
   }

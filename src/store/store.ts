@@ -126,6 +126,10 @@ export class Store {
   walkedAgain(run: RunState): void {
     this.list.walkedAgain(run);
   }
+  /** The list walk restarted from page one: the run's listed count starts again (it counts the walk that ends). */
+  listWalkRestarted(runId: number): void {
+    this.list.listWalkRestarted(runId);
+  }
   /** SKUs this walk has listed so far. */
   countListedInWalk(walkId: number): number {
     return this.list.countListedInWalk(walkId);

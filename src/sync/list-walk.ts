@@ -65,6 +65,9 @@ async function walkListPages(ctx: RunContext): Promise<{ counts: ListCounts; wal
     if (page.restarted) {
       ctx.store.journal(run.id, { kind: "retry", endpoint: "list", message: "the server rejected a list cursor; the walk restarted from the first page" });
       ctx.logger.warn("the server rejected a list cursor; restarting the list walk from the first page");
+      // The pages before count again as the walk lists them again: "listed" is what the walk that ends listed, not its listings.
+      tally.listed = 0;
+      ctx.store.listWalkRestarted(run.id);
     }
     // The root summaries and totals cover the whole result, so the first page's are the run's snapshot.
     if (!snapshotSaved) {

@@ -242,6 +242,8 @@ describe("bad responses", () => {
       const r = await runCli(["sync", "--full", "--config", writeConfig()], { env: { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: small.baseUrl, INVENTORY_DB: db } });
       expect(r.code).toBe(0);
       expect(small.stats().byEndpoint.list).toBe(3 + 1 + 1); // 3 pages, the rejected request, page one again
+      // The run's summary counts the SKUs of the walk that ended, not page one twice (350 before).
+      expect(lastRun(db).skus_listed).toBe(250);
       expect(query(db, "SELECT 1 FROM sync_journal WHERE kind = 'retry' AND message LIKE '%rejected a list cursor%'")).toHaveLength(1);
       expect(diffAgainstTruth(db, small.groundTruth())).toEqual([]);
     } finally {
