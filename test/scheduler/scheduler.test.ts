@@ -373,6 +373,91 @@ describe("grants wait for the answers already arrived", () => {
     expect(bSentAt! - t0).toBeGreaterThanOrEqual(1_000);
   });
 
+  it("paced, a timer that fires late (the event loop stalled) grants only after the answers that arrived meanwhile are read: a 429 among them holds the grant", async () => {
+    const clock = new ArrivingClock();
+    const s = scheduler(clock, { concurrency: 2, requestsPerSecond: 10, adaptive: false });
+    const signal = new AbortController().signal;
+    const t0 = clock.now();
+    let aTries = 0;
+    let bSentAt: number | null = null;
+    // A goes at the pacer's first token (100 ms); its answer, a 429 naming 1 s, will arrive unread.
+    const a = s.run(
+      "list",
+      (onStatus) =>
+        aTries++ === 0
+          ? new Promise<string>((_, reject) =>
+              clock.arrived.push(() => {
+                onStatus(429);
+                reject(http429("1"));
+              }),
+            )
+          : Promise.resolve("a"),
+      signal,
+    );
+    const b = s.run(
+      "list",
+      async () => {
+        bSentAt = clock.now();
+        return "b";
+      },
+      signal,
+    );
+    await clock.step();
+    expect(aTries).toBe(1);
+    // B's token is due at 200 ms; the loop stalls until 500 ms, and its timer fires (timers phase) before the 429 is read (poll phase).
+    clock.t = t0 + 500;
+    await FakeClock.prototype.step.call(clock);
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(bSentAt).toBeNull();
+    const results = await drive(clock, [a, b]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
+    // The 429 read at 500 ms named 1 s: B went after it.
+    expect(bSentAt! - t0).toBeGreaterThanOrEqual(1_500);
+  });
+
+  it("paced, the first answer read after a stall grants nothing before the others that arrived meanwhile are read: a 429 among them holds it", async () => {
+    const clock = new ArrivingClock();
+    const s = scheduler(clock, { concurrency: 2, requestsPerSecond: 100, adaptive: false });
+    const signal = new AbortController().signal;
+    const t0 = clock.now();
+    const reads: Array<() => void> = [];
+    let bTries = 0;
+    let cSentAt: number | null = null;
+    // A and B in flight (slots full, so no timer is armed); A's answer is a 2xx, B's a 429 naming 1 s; both arrive during a stall.
+    const a = s.run("list", () => new Promise<string>((resolve) => reads.push(() => resolve("a"))), signal);
+    const b = s.run(
+      "list",
+      (onStatus) =>
+        bTries++ === 0
+          ? new Promise<string>((_, reject) =>
+              reads.push(() => {
+                onStatus(429);
+                reject(http429("1"));
+              }),
+            )
+          : Promise.resolve("b"),
+      signal,
+    );
+    const c = s.run(
+      "list",
+      async () => {
+        cSentAt = clock.now();
+        return "c";
+      },
+      signal,
+    );
+    while (reads.length < 2) await clock.step();
+    clock.t = t0 + 400;
+    // The poll phase reads A first, and its release runs before B's 429 is read.
+    reads[0]!();
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    expect(cSentAt).toBeNull();
+    clock.arrived.push(reads[1]!);
+    const results = await drive(clock, [a, b, c]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
+    expect(cSentAt! - t0).toBeGreaterThanOrEqual(1_400);
+  });
+
   it("with nothing in flight a grant is made at once (no answer can be waiting to be read)", async () => {
     const clock = new ArrivingClock();
     const s = scheduler(clock);
