@@ -335,28 +335,33 @@ class ArrivingClock extends FakeClock {
   }
 }
 
+/**
+ * An attempt whose first answer is a 429 naming 1 s, handed to `arrive` to be read later (the answer arrived,
+ * unread), and whose retry passes; `tries` counts the attempts.
+ */
+function refusedOnceUnread(arrive: (read: () => void) => void): { attempt: Parameters<RequestScheduler["run"]>[1]; tries: () => number } {
+  let tries = 0;
+  const attempt = (onStatus: (status: number) => void) =>
+    tries++ === 0
+      ? new Promise<string>((_, reject) =>
+          arrive(() => {
+            onStatus(429);
+            reject(http429("1"));
+          }),
+        )
+      : Promise.resolve("retried");
+  return { attempt: attempt as never, tries: () => tries };
+}
+
 describe("grants wait for the answers already arrived", () => {
   it("a 429 that arrived while a grant was being decided holds that grant for its Retry-After (sent then, a server counts the request inside it)", async () => {
     const clock = new ArrivingClock();
     const s = scheduler(clock, { concurrency: 2 });
     const signal = new AbortController().signal;
     const t0 = clock.now();
-    let aTries = 0;
     let bSentAt: number | null = null;
     // A is in flight; its answer, a 429 naming 1 s, has arrived but is not read yet.
-    const a = s.run(
-      "list",
-      (onStatus) =>
-        aTries++ === 0
-          ? new Promise<string>((_, reject) =>
-              clock.arrived.push(() => {
-                onStatus(429);
-                reject(http429("1"));
-              }),
-            )
-          : Promise.resolve("a"),
-      signal,
-    );
+    const a = s.run("list", refusedOnceUnread((read) => clock.arrived.push(read)).attempt, signal);
     for (let i = 0; i < 20; i++) await Promise.resolve();
     // B asks for a slot now: one is free, but the 429 is already here.
     const b = s.run(
@@ -378,22 +383,10 @@ describe("grants wait for the answers already arrived", () => {
     const s = scheduler(clock, { concurrency: 2, requestsPerSecond: 10, adaptive: false });
     const signal = new AbortController().signal;
     const t0 = clock.now();
-    let aTries = 0;
     let bSentAt: number | null = null;
     // A goes at the pacer's first token (100 ms); its answer, a 429 naming 1 s, will arrive unread.
-    const a = s.run(
-      "list",
-      (onStatus) =>
-        aTries++ === 0
-          ? new Promise<string>((_, reject) =>
-              clock.arrived.push(() => {
-                onStatus(429);
-                reject(http429("1"));
-              }),
-            )
-          : Promise.resolve("a"),
-      signal,
-    );
+    const refused = refusedOnceUnread((read) => clock.arrived.push(read));
+    const a = s.run("list", refused.attempt, signal);
     const b = s.run(
       "list",
       async () => {
@@ -403,7 +396,7 @@ describe("grants wait for the answers already arrived", () => {
       signal,
     );
     await clock.step();
-    expect(aTries).toBe(1);
+    expect(refused.tries()).toBe(1);
     // B's token is due at 200 ms; the loop stalls until 500 ms, and its timer fires (timers phase) before the 429 is read (poll phase).
     clock.t = t0 + 500;
     await FakeClock.prototype.step.call(clock);
@@ -421,23 +414,10 @@ describe("grants wait for the answers already arrived", () => {
     const signal = new AbortController().signal;
     const t0 = clock.now();
     const reads: Array<() => void> = [];
-    let bTries = 0;
     let cSentAt: number | null = null;
     // A and B in flight (slots full, so no timer is armed); A's answer is a 2xx, B's a 429 naming 1 s; both arrive during a stall.
     const a = s.run("list", () => new Promise<string>((resolve) => reads.push(() => resolve("a"))), signal);
-    const b = s.run(
-      "list",
-      (onStatus) =>
-        bTries++ === 0
-          ? new Promise<string>((_, reject) =>
-              reads.push(() => {
-                onStatus(429);
-                reject(http429("1"));
-              }),
-            )
-          : Promise.resolve("b"),
-      signal,
-    );
+    const b = s.run("list", refusedOnceUnread((read) => reads.push(read)).attempt, signal);
     const c = s.run(
       "list",
       async () => {
