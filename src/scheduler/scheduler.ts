@@ -219,7 +219,7 @@ const RETRY_AFTER_MARGIN_MS = 50;
  * as an unpaced grant always does, and so does every pump until then: a 429 among them holds the grant.
  * A paced grant goes at once otherwise (pump says why). Seen in the suite on a loaded machine: two requests
  * 305 ms after a 429 (the simulator's grace is 250 ms). Timers fire 1-4 ms late on a busy run (p99 4.3 ms,
- * 2,000 SKUs at 200/s), and at rates from 20 req/s pumps come closer than the gap, so neither rarely costs a turn.
+ * 2,000 SKUs at 200/s), and from 20 req/s up pumps come closer than the gap: either costs a turn only now and then.
  */
 const LATE_TIMER_MS = 10;
 const STALL_GAP_MS = 50;
@@ -758,7 +758,7 @@ export class RequestScheduler {
   private pump(lateMs = 0): void {
     // Nothing in flight, nothing to read first. Paced, the pacer's own time: a grant behind the store's work
     // after other answers went out late, and a late grant is time lost (200/s burst 5: steady share 0.89 -> 0.82).
-    // Unless our timer fired late: the loop stalled, and what arrived meanwhile is read first (LATE_TIMER_MS).
+    // Unless the loop may have stalled (our timer fired late, or nothing pumped for a while): what arrived meanwhile is read first (LATE_TIMER_MS).
     if (this.pumpQueued) return;
     if (!this.clock.afterArrived || this.inFlight === 0 || (this.pacer !== null && !this.mayHaveStalled(lateMs))) return this.pumpNow();
     this.pumpQueued = true;

@@ -276,12 +276,12 @@ export class ListWriter {
     })();
   }
 
-  /** SKUs this walk has listed so far (each once, however many times pages listed it). */
   /** The walk restarted from page one (a cursor the server rejected): what it listed before is listed again, not counted twice. */
   listWalkRestarted(runId: number): void {
     this.s.restartListed.run(runId);
   }
 
+  /** SKUs this walk has listed so far (each once, however many times pages listed it). */
   countListedInWalk(walkId: number): number {
     return (this.s.countListedInWalk.get(walkId) as { n: number }).n;
   }
