@@ -177,7 +177,7 @@ describe.each(["keyset", "offset"] as const)("a SKU listed again in one walk, it
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it("the SKU is fetched again in that run, which ends equal to ground truth, and so does an incremental sync after it", async () => {
+  it("the sync --full that lists it twice ends equal to ground truth (fetched again in that run when a worker held it), and so does an incremental sync after it", async () => {
     const db = join(dir, "jump.db");
     const env = { INVENTORY_API_KEY: KEY, INVENTORY_BASE_URL: sim.baseUrl, INVENTORY_DB: db };
     const full = await runCli(["sync", "--full", "--no-progress"], { env });

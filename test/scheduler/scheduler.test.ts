@@ -353,29 +353,34 @@ function refusedOnceUnread(arrive: (read: () => void) => void): { attempt: Param
   return { attempt: attempt as never, tries: () => tries };
 }
 
+/** An attempt that passes at once, remembering when it was sent (null until then). */
+function sentAtRecorder(clock: FakeClock): { attempt: () => Promise<string>; sentAt: () => number | null } {
+  let at: number | null = null;
+  return {
+    attempt: async () => {
+      at = clock.now();
+      return "sent";
+    },
+    sentAt: () => at,
+  };
+}
+
 describe("grants wait for the answers already arrived", () => {
   it("a 429 that arrived while a grant was being decided holds that grant for its Retry-After (sent then, a server counts the request inside it)", async () => {
     const clock = new ArrivingClock();
     const s = scheduler(clock, { concurrency: 2 });
     const signal = new AbortController().signal;
     const t0 = clock.now();
-    let bSentAt: number | null = null;
     // A is in flight; its answer, a 429 naming 1 s, has arrived but is not read yet.
     const a = s.run("list", refusedOnceUnread((read) => clock.arrived.push(read)).attempt, signal);
     for (let i = 0; i < 20; i++) await Promise.resolve();
     // B asks for a slot now: one is free, but the 429 is already here.
-    const b = s.run(
-      "list",
-      async () => {
-        bSentAt = clock.now();
-        return "b";
-      },
-      signal,
-    );
+    const bSent = sentAtRecorder(clock);
+    const b = s.run("list", bSent.attempt, signal);
     const results = await drive(clock, [a, b]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
-    expect(bSentAt).not.toBeNull();
-    expect(bSentAt! - t0).toBeGreaterThanOrEqual(1_000);
+    expect(bSent.sentAt()).not.toBeNull();
+    expect(bSent.sentAt()! - t0).toBeGreaterThanOrEqual(1_000);
   });
 
   it("paced, a timer that fires late (the event loop stalled) grants only after the answers that arrived meanwhile are read: a 429 among them holds the grant", async () => {
@@ -383,29 +388,22 @@ describe("grants wait for the answers already arrived", () => {
     const s = scheduler(clock, { concurrency: 2, requestsPerSecond: 10, adaptive: false });
     const signal = new AbortController().signal;
     const t0 = clock.now();
-    let bSentAt: number | null = null;
     // A goes at the pacer's first token (100 ms); its answer, a 429 naming 1 s, will arrive unread.
     const refused = refusedOnceUnread((read) => clock.arrived.push(read));
     const a = s.run("list", refused.attempt, signal);
-    const b = s.run(
-      "list",
-      async () => {
-        bSentAt = clock.now();
-        return "b";
-      },
-      signal,
-    );
+    const bSent = sentAtRecorder(clock);
+    const b = s.run("list", bSent.attempt, signal);
     await clock.step();
     expect(refused.tries()).toBe(1);
     // B's token is due at 200 ms; the loop stalls until 500 ms, and its timer fires (timers phase) before the 429 is read (poll phase).
     clock.t = t0 + 500;
     await FakeClock.prototype.step.call(clock);
     for (let i = 0; i < 20; i++) await Promise.resolve();
-    expect(bSentAt).toBeNull();
+    expect(bSent.sentAt()).toBeNull();
     const results = await drive(clock, [a, b]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled"]);
     // The 429 read at 500 ms named 1 s: B went after it.
-    expect(bSentAt! - t0).toBeGreaterThanOrEqual(1_500);
+    expect(bSent.sentAt()! - t0).toBeGreaterThanOrEqual(1_500);
   });
 
   it("paced, the first answer read after a stall grants nothing before the others that arrived meanwhile are read: a 429 among them holds it", async () => {
@@ -414,28 +412,21 @@ describe("grants wait for the answers already arrived", () => {
     const signal = new AbortController().signal;
     const t0 = clock.now();
     const reads: Array<() => void> = [];
-    let cSentAt: number | null = null;
     // A and B in flight (slots full, so no timer is armed); A's answer is a 2xx, B's a 429 naming 1 s; both arrive during a stall.
     const a = s.run("list", () => new Promise<string>((resolve) => reads.push(() => resolve("a"))), signal);
     const b = s.run("list", refusedOnceUnread((read) => reads.push(read)).attempt, signal);
-    const c = s.run(
-      "list",
-      async () => {
-        cSentAt = clock.now();
-        return "c";
-      },
-      signal,
-    );
+    const cSent = sentAtRecorder(clock);
+    const c = s.run("list", cSent.attempt, signal);
     while (reads.length < 2) await clock.step();
     clock.t = t0 + 400;
     // The poll phase reads A first, and its release runs before B's 429 is read.
     reads[0]!();
     for (let i = 0; i < 20; i++) await Promise.resolve();
-    expect(cSentAt).toBeNull();
+    expect(cSent.sentAt()).toBeNull();
     clock.arrived.push(reads[1]!);
     const results = await drive(clock, [a, b, c]);
     expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled"]);
-    expect(cSentAt! - t0).toBeGreaterThanOrEqual(1_400);
+    expect(cSent.sentAt()! - t0).toBeGreaterThanOrEqual(1_400);
   });
 
   it("with nothing in flight a grant is made at once (no answer can be waiting to be read)", async () => {
