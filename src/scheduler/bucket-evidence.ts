@@ -189,15 +189,40 @@ export class BucketEvidence {
   }
 
   /**
+   * The most capacity the closed cycles allow at rate `r` (null before one closed): each closing 429
+   * found under one token (and `noise`), and a bucket of more capacity, refilled as fast, would have
+   * held more then. At the least rate that fits, this bounds the capacity at any rate that fits (more
+   * refill, more tokens at the close). The first segment's passes bound it too, but only as they would
+   * from a bucket that filled at no rate: the real CLI's first segment is slow (its first requests one at a
+   * time), and 61 passes before the first 429 of a 100/s bucket of 10 left the bound at 61.
+   */
+  capacityHigh(r: number, noise: number): number | null {
+    const first = this.first;
+    if (!first || !this.closed.length) return null;
+    const [, most] = capacityRange(first, r, noise, this.firstCapRefuted ? this.mostPassed() : 0);
+    const closesUnder = (cap: number) => this.closed.every((c) => levelAt(c.taken, c.startAt, c.closedAt!, r, cap) <= 1 + noise);
+    if (closesUnder(most)) return most;
+    if (!closesUnder(1)) return null;
+    let a = 1;
+    let b = most;
+    for (let i = 0; i < CAPACITY_STEPS; i++) {
+      const m = (a + b) / 2;
+      if (closesUnder(m)) a = m;
+      else b = m;
+    }
+    return b;
+  }
+
+  /**
    * Rates in [from, to] consistent with everything kept, or null when none is (not a token bucket, or
    * noise beyond ours). When none is under the first segment's bound on the capacity, that bound is
    * dropped for the rest of the run (firstCapRefuted) and the replay tried again without it.
    */
-  bounds(from: number, to: number, noiseAt: (rate: number) => number): RateBounds | null {
+  bounds(from: number, to: number, noiseAt: (rate: number) => number, mayRefute = true): RateBounds | null {
     const first = this.first;
     if (!first || !this.closed.length || !(to > from) || !Number.isFinite(to)) return null;
     const fit = this.fit(first, from, to, noiseAt);
-    if (fit || this.firstCapRefuted) return fit;
+    if (fit || this.firstCapRefuted || !mayRefute) return fit;
     this.firstCapRefuted = true;
     return this.fit(first, from, to, noiseAt);
   }

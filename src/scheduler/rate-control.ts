@@ -125,6 +125,18 @@ const EVIDENCE_PROBE_SPAN = 1.5;
 const EVIDENCE_PROBE_MIN_BURST = 8;
 /** The evidence's replay (bucket-evidence.ts) counts the jitter it measures (half the spread of round trips), at least this. */
 const EVIDENCE_NOISE_MS = 3;
+/**
+ * A probe gone quiet replays the evidence with its passes (quietEvidence) at most this often: a replay
+ * searches the rate grid through every cycle kept, too much for every tick.
+ */
+const QUIET_EVIDENCE_EVERY_MS = 500;
+/**
+ * ...and only while the bounds span more than this (high ÷ low). There the count bound is far below
+ * (a slow first segment left the capacity's bound at 55 for a 100/s bucket of 10, and each quiet
+ * step took 4-6 s: 1.41-1.45x its least time on the independent server); in a narrow span the replay
+ * raised `low` to the quota and the probe above it cost a pause (harness 200/s burst 20: 1.169 -> 1.214x).
+ */
+const QUIET_EVIDENCE_MIN_SPAN = 1.5;
 /** The share of a token a late timer may carry over (pacer.ts), when the server's bucket likely holds several. */
 const PACER_CARRY = 0.9;
 /** Below this rate a millisecond is under 5% of a token interval: nothing worth the risk of a pair. */
@@ -389,6 +401,8 @@ export class RateControl {
   private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
   private evidenceFits = false;
+  /** When a quiet probe last replayed the evidence (quietEvidence). */
+  private quietEvidenceAt = 0;
   /** The span (high ÷ low) when the last probe at the evidence's top was set. */
   private evidenceSpan = Infinity;
   /** The rate in force is a probe at the evidence's top. */
@@ -1005,7 +1019,7 @@ export class RateControl {
       return;
     }
     const refutedBefore = this.evidence.capacityRefuted;
-    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.roundTrips.spreadMs / 2)) / 1000);
+    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => this.evidenceNoise(r));
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
     if (!b) return;
@@ -1025,6 +1039,38 @@ export class RateControl {
     // at 39.3 req/s set, timers firing in whole milliseconds sent 38).
     const cap = Math.floor(this.evidence.capacityLow(this.high, EDGE_NOISE));
     if (cap > this.burstLow) this.burstLow = Math.min(cap, this.burstHigh);
+    this.capacityFromCycles(b.low);
+  }
+
+  /** The noise the evidence's replay allows at rate `r`: half the spread of round trips measured, at least EVIDENCE_NOISE_MS. */
+  private evidenceNoise(r: number): number {
+    return EDGE_NOISE + (r * Math.max(EVIDENCE_NOISE_MS, this.roundTrips.spreadMs / 2)) / 1000;
+  }
+
+  /**
+   * The capacity's bound from above, from the cycles closed at `low`, the least rate that fits
+   * (bucket-evidence.ts capacityHigh): the first segment's passes bound it only loosely when it went
+   * out slowly, and the count bounds (learnFromCounts, the quiet verdict) subtract it from every count.
+   */
+  private capacityFromCycles(low: number): void {
+    const capHigh = this.evidence.capacityHigh(low, this.evidenceNoise(low));
+    // +1 as for the first segment's bound (learnBurst): the 429 may have overtaken a request sent just before it.
+    if (capHigh !== null && Math.ceil(capHigh) + 1 < this.burstHigh) this.burstHigh = Math.max(this.burstLow, Math.ceil(capHigh) + 1);
+  }
+
+  /**
+   * A probe gone quiet: the evidence replayed with the cycle in course (each of its passes found a
+   * token) bounds the rate from below jointly with the capacity the closed cycles allow, which the
+   * count bound (passes less the most the bucket held, burstHigh) cannot.
+   */
+  private quietEvidence(rate: number, now: number): void {
+    if (now - this.quietEvidenceAt < QUIET_EVIDENCE_EVERY_MS) return;
+    this.quietEvidenceAt = now;
+    if (this.high <= this.low * QUIET_EVIDENCE_MIN_SPAN || !this.evidenceTrusted || !this.evidenceFits || this.evidence.capacityRefuted || !Number.isFinite(this.high)) return;
+    const b = this.evidence.bounds(MIN_RATE, this.high * 1.02, (r) => this.evidenceNoise(r), false);
+    if (!b) return;
+    this.low = Math.max(this.low, Math.min(rate, b.low));
+    this.capacityFromCycles(b.low);
   }
 
   /** Re-evaluate: ramp growth, quiet verdicts and count bounds. True when the rate changed. */
@@ -1061,6 +1107,7 @@ export class RateControl {
         this.low = Math.max(this.low, Math.min(s.rate, ((this.passesAtRate - this.heldAt(this.rateSetAt) - noise) / t) * scale));
         // ...only where counts cannot tell: the bucket may hold more than QUIET_MS at the rate sends.
         if (this.unnamed && this.heldAt(now) > (s.rate * QUIET_MS) / 1000) this.quietRate = Math.max(this.quietRate, s.rate);
+        this.quietEvidence(s.rate, now);
       }
       this.probe(now);
     }

@@ -115,6 +115,54 @@ describe("bucket evidence", () => {
     }
   });
 
+  it("a first segment sent slowly (its passes allow several times the capacity), the ramp's cycle, then a quiet probe: the replay with the probe's passes puts the rate near the bucket's, and at that rate the closed cycles bound the capacity under half those passes, never under the bucket's", () => {
+    for (const [r, b, bounded] of [
+      [100, 10, true],
+      [60, 5, true],
+      [200, 20, true],
+      // Slow enough that a bucket of 60 at 28 req/s explains the same passes: sound, not bounded.
+      [40, 10, false],
+    ] as const) {
+      const ev = new BucketEvidence();
+      const admit = bucket(r, b);
+      let t = 0;
+      /** Sends every `gapMs` from `t` until a 429 or `count` sends; the passes. */
+      const send = (gapMs: number, count = Infinity): number => {
+        let n = 0;
+        for (let i = 0; i < count; i++, t += gapMs) {
+          ev.sent(t);
+          ev.settled(t);
+          if (!admit(t)) {
+            ev.closeAt(t);
+            return n;
+          }
+          ev.passed(t);
+          n++;
+        }
+        return n;
+      };
+      // The first segment at 1.18x the rate (a client slower than a burst would go), then after a pause the ramp's 1.32x.
+      const firstPasses = send(1000 / (r * 1.18));
+      expect(firstPasses, `${r}/${b}`).toBeGreaterThan(3 * b);
+      expect(ev.capacityHigh(r, noise(r)), `${r}/${b}`).toBeNull();
+      t += 1_050;
+      send(1000 / (r * 1.32));
+      // At the least rate that fits the ramp's cycle alone, the pause's refill explains it: the capacity is not bounded yet.
+      const afterRamp = ev.bounds(0.5, r * 1.4, noise)!;
+      expect(ev.capacityHigh(afterRamp.low, noise(afterRamp.low))!, `${r}/${b}`).toBeGreaterThan(firstPasses / 2);
+      // A probe at 0.85x the rate, quiet for 2 s.
+      t += 1_050;
+      const quiet = send(1000 / (r * 0.85), Math.round(r * 0.85 * 2));
+      expect(quiet, `${r}/${b}`).toBe(Math.round(r * 0.85 * 2));
+      const fit = ev.bounds(0.5, r * 1.4, noise, false)!;
+      expect(fit.low, `${r}/${b}`).toBeLessThanOrEqual(r);
+      expect(fit.low, `${r}/${b}`).toBeGreaterThan(afterRamp.low);
+      const cap = ev.capacityHigh(fit.low, noise(fit.low))!;
+      expect(cap, `${r}/${b}`).toBeGreaterThanOrEqual(b);
+      if (bounded) expect(cap, `${r}/${b}`).toBeLessThan(firstPasses / 2);
+    }
+  });
+
   it("the first requests sent together: a bucket of one token passed one of them, a bucket of several more; nothing said before the first 429", () => {
     const firstSegment = (capacity: number) => {
       const ev = new BucketEvidence();

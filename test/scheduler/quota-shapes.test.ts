@@ -183,6 +183,15 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     }
   });
 
+  it("after a slow first segment (60 requests one at a time, 9 ms apart, as the CLI's against a slow server), the capacity's bound comes from the cycles and a quiet probe replays the evidence: 100/s burst 10 each seed within 1.24x, 100/s burst 1 within 1.8x", async () => {
+    // That segment passed about 60 before its 429, which bounded the capacity at 60 for the run: every count
+    // bound subtracted 60, and each quiet step of the probe took 4-6 s (seeds 1-5: 1.27-1.28x and 1.50-2.13x before).
+    const slowStart: RunOptions = { coldStart: { requests: 60, gapMs: 9 } };
+    const seeds = [1, 2, 3, 4, 5];
+    await expectEachSeedWithin({ name: "bucket 100/s burst 10", kind: "bucket", rate: 100, burst: 10, retryAfter: "seconds", requests: 2000 }, 1.24, seeds, slowStart);
+    await expectEachSeedWithin({ name: "bucket 100/s burst 1", kind: "bucket", rate: 100, burst: 1, retryAfter: "seconds", requests: 2000 }, 1.8, seeds, slowStart);
+  });
+
   it("a bucket emptied before the run (another client, or the run before) is not taken for a bucket of one token: 429s under 2%, within 1.25x", async () => {
     // The first request refused says the bucket started empty; the segment after the pause measures the capacity.
     // Before: 30 429s of 1,330 requests and 1.8x the least time (the run's first refusal read as the capacity).
