@@ -141,6 +141,11 @@ export class BucketEvidence {
     return last && at === last.closedAt && at > last.startAt ? last : null;
   }
 
+  /** The cycle closed last is not replayed: a stall of the server decided its requests at times we do not know (rate-control.ts learnFromEvidence). */
+  forgetLastCycle(): void {
+    this.closed.pop();
+  }
+
   /** The bucket was not refilled steadily (a window's long pause): the cycle in course says nothing. */
   invalidate(): void {
     this.current = null;

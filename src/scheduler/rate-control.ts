@@ -401,6 +401,8 @@ export class RateControl {
   private evidenceTrusted = true;
   /** The last 429's evidence found rates that fit (bucket-evidence.ts): the bounds are the evidence's. */
   private evidenceFits = false;
+  /** A pass since the last 429 was decided late (passed): the server may have stalled in the cycle in course. */
+  private stallInCycle = false;
   /** When a quiet probe last replayed the evidence (quietEvidence). */
   private quietEvidenceAt = 0;
   /** The span (high ÷ low) when the last probe at the evidence's top was set. */
@@ -691,8 +693,10 @@ export class RateControl {
   }
 
   /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
-  passed(sentAt: number): void {
+  /** `decidedLate`: answered so late that the server may have held it in a stall and decided it with others at once (scheduler.ts decidedLate). */
+  passed(sentAt: number, decidedLate = false): void {
     this.passes++;
+    if (decidedLate) this.stallInCycle = true;
     if (this.refusedSince !== null && sentAt >= this.refusalReadAt) this.refusalEnded(sentAt);
     else if (this.refusedSince !== null) this.passedBeforeRefusal++;
     if (this.predictedOpenAt !== null && sentAt >= this.predictedOpenAt) this.predictedOpenAt = null;
@@ -739,6 +743,7 @@ export class RateControl {
   throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
     // Any 429 ends the quiet of a per-second probe (perSecondAllWorthTrying).
     this.perSecondQuietRate = null;
+    const stalled = this.takeStallInCycle();
     this.second.refused(sentAt, waitMs);
     const seg = this.segment;
     // What the window in course admitted, 503 pauses and all (windowCarry).
@@ -811,9 +816,16 @@ export class RateControl {
     if (started) this.high = Math.min(this.high, this.priorHigh);
     this.high = Math.min(this.high, drewIt, this.rateCountHigh(sentAt));
     if (phase === "ramp") this.rampFloor = drewIt / RAMP_FACTOR;
-    this.learnFromEvidence(drewIt);
+    this.learnFromEvidence(drewIt, stalled);
     if (this.holdPerSecond(false, now)) return;
     this.probe(now);
+  }
+
+  /** Whether a pass since the last 429 was answered late (stallInCycle), and a fresh cycle from here. */
+  private takeStallInCycle(): boolean {
+    const stalled = this.stallInCycle;
+    this.stallInCycle = false;
+    return stalled;
   }
 
   /**
@@ -1012,16 +1024,24 @@ export class RateControl {
    * The rates a token bucket could have and produce every pass and 429 so far (bucket-evidence.ts),
    * searched below the rate that drew the 429. Sound bounds when the server is a token bucket; when
    * none fits (a window, a quota that changed, noise beyond ours) the count bounds stand alone.
+   * `stalled`: a pass of the cycle this 429 closed was answered late (stallInCycle).
    */
-  private learnFromEvidence(rateDrewIt: number): void {
+  private learnFromEvidence(rateDrewIt: number, stalled: boolean): void {
     if (!this.evidenceTrusted) {
       this.evidenceFits = false;
       return;
     }
     const refutedBefore = this.evidence.capacityRefuted;
-    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => this.evidenceNoise(r));
+    // A cycle the server may have stalled in (a pass answered late: `stalled`) does not refute the first
+    // segment's bound on the capacity: what the stall held was decided together, at a time we do not know.
+    // Refuted by such a cycle, the replay without the bound fitted a large capacity at a low rate: a 100/s
+    // bucket of 10 at [31.8, 54.2] after the probe at 104 req/s (bounds held [79.6, 118.2]), and quiet steps
+    // under 54 took 10 s each (harness, 150 ms stalls every 2 s, one seed of five: 2.27x; 1.24x with this).
+    // The cycle is dropped instead, and the count bounds stand alone for this 429.
+    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => this.evidenceNoise(r), !stalled);
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
+    if (!b && stalled && !refutedBefore) this.evidence.forgetLastCycle();
     if (!b) return;
     // Refuted by this replay: what the first segment gave goes, and the replay without it bounds the rate.
     if (!refutedBefore && this.evidence.capacityRefuted) this.forgetFirstCapacity();

@@ -552,12 +552,13 @@ export class RequestScheduler {
   /** An answer that says something about the quota: `passed` it, or not (429s go through throttled()). */
   private answered(sentAt: number, passed: boolean): void {
     const now = this.clock.now();
-    if (this.pacer && this.decidedLate(sentAt, now)) this.pacer.takeAgain(now);
+    const late = this.pacer !== null && this.decidedLate(sentAt, now);
+    if (late) this.pacer?.takeAgain(now);
     this.concurrency.answer(sentAt, now);
     if (!passed) return;
     this.concurrency.passed();
     const before = this.control.current;
-    this.control.passed(sentAt);
+    this.control.passed(sentAt, late);
     // A pass can say a window opened again (429s naming no wait, rate-control.ts refusalEnded).
     if (this.control.current !== before) this.rateChanged(before, now);
     this.noRetryAfterStreak = 0;
