@@ -692,8 +692,11 @@ export class RateControl {
     this.evidence.settled(sentAt);
   }
 
-  /** A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in. */
-  /** `decidedLate`: answered so late that the server may have held it in a stall and decided it with others at once (scheduler.ts decidedLate). */
+  /**
+   * A request sent at `sentAt` passed the quota. Counted in the segment (and cycle) it was sent in.
+   * `decidedLate`: answered so late that the server may have held it in a stall and decided it with
+   * others at once (scheduler.ts decidedLate); its cycle then refutes nothing (learnFromEvidence).
+   */
   passed(sentAt: number, decidedLate = false): void {
     this.passes++;
     if (decidedLate) this.stallInCycle = true;
