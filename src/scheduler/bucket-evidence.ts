@@ -208,14 +208,8 @@ export class BucketEvidence {
     const closesUnder = (cap: number) => this.closed.every((c) => levelAt(c.taken, c.startAt, c.closedAt!, r, cap) <= 1 + noise);
     if (closesUnder(most)) return most;
     if (!closesUnder(1)) return null;
-    let a = 1;
-    let b = most;
-    for (let i = 0; i < CAPACITY_STEPS; i++) {
-      const m = (a + b) / 2;
-      if (closesUnder(m)) a = m;
-      else b = m;
-    }
-    return b;
+    // More capacity, more tokens at every close: the first that fails is the bound (a tenth of a token short at worst).
+    return bisectCapacity(1, most, (cap) => !closesUnder(cap))[1];
   }
 
   /**
@@ -262,16 +256,7 @@ export class BucketEvidence {
     const cycles = this.current ? [...this.closed, this.current] : this.closed;
     const passesAll = (cap: number) => cycles.every((c) => everyPassHadToken(c.passes, c.startAt, c.truncated ? cap : 1 + noise, rHigh, cap, 1 - noise));
     if (!passesAll(bHigh)) return false;
-    let a = bLow;
-    let b = bHigh;
-    if (!passesAll(a)) {
-      for (let i = 0; i < CAPACITY_STEPS; i++) {
-        const m = (a + b) / 2;
-        if (passesAll(m)) b = m;
-        else a = m;
-      }
-      a = b;
-    }
+    const a = passesAll(bLow) ? bLow : bisectCapacity(bLow, bHigh, passesAll)[1];
     return this.closed.every((c) => levelAt(c.taken, c.startAt, c.closedAt!, rLow, a) <= 1 + noise);
   }
 
@@ -331,14 +316,22 @@ function capacityRange(first: FirstSegment, r: number, noise: number, refutedMos
   if (!everyPassFound(most)) return [most, 1];
   if (everyPassFound(1)) return [1, most];
   // More capacity, more tokens at every send: the test is monotonic in it.
-  let a = 1;
-  let b = most;
+  return [bisectCapacity(1, most, everyPassFound)[0], most];
+}
+
+/**
+ * Capacities `a` < `b` with `holds` false at `a` and true at `b`, CAPACITY_STEPS halvings into [from, to]
+ * (`holds` false at `from`, true at `to`, and monotonic: false below some capacity, true from it).
+ */
+function bisectCapacity(from: number, to: number, holds: (cap: number) => boolean): [number, number] {
+  let a = from;
+  let b = to;
   for (let i = 0; i < CAPACITY_STEPS; i++) {
     const m = (a + b) / 2;
-    if (everyPassFound(m)) b = m;
+    if (holds(m)) b = m;
     else a = m;
   }
-  return [a, most];
+  return [a, b];
 }
 
 /** True when every pass (ascending send times) found at least `need` tokens, starting with `start` at `startAt`. */
