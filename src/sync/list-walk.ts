@@ -4,7 +4,7 @@
  * workers), then, in an incremental run, the SKUs due for re-verification.
  */
 import { DEFAULTS } from "../core/defaults.js";
-import { walkList, type ListPage } from "./walker.js";
+import { totalsOfPageOne, walkList, type ListPage } from "./walker.js";
 import { confirmGone } from "./sku-work.js";
 import { queueReverification } from "./reverify.js";
 import type { RunContext } from "./run-context.js";
@@ -26,6 +26,7 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
       if (walkedAgain && !(await walkAgain(ctx, walk.counts))) return;
       if (ctx.incremental) await queueReverification(ctx);
     } else {
+      await saveSnapshotOfPageOne(ctx);
       walkedAgain = run.listWalkAgain;
       if (walkedAgain && !(await walkAgain(ctx, null))) return;
       // The run it resumes was stopped during its walk again, before it queued its re-verification (which follows the walk).
@@ -44,6 +45,16 @@ export async function walkAndPlan(ctx: RunContext): Promise<void> {
 async function saveLocationTree(ctx: RunContext): Promise<void> {
   const loc = await ctx.client.locations(ctx.stop.signal);
   ctx.tally.locations = ctx.store.saveLocations(ctx.run.id, loc.locations, ctx.deleteAfterMisses).seen;
+}
+
+/**
+ * A run that resumes a walk whose list pages had all been saved walks no page, yet each run stores the
+ * list's totals as its snapshot (totals-over-time charts them per run): they come from page one, one
+ * request of one item.
+ */
+async function saveSnapshotOfPageOne(ctx: RunContext): Promise<void> {
+  const totals = await totalsOfPageOne(ctx.client, ctx.stop.signal);
+  ctx.store.saveSnapshot(ctx.run.id, totals.locations, totals.summary);
 }
 
 /** The workspace's SKU count (summary.skuCount) at the first and the last page this run fetched of a walk; null where a page had none. */

@@ -89,7 +89,7 @@ export async function* walkList(client: ApiClient, opts: { limit: number; startC
  * on the first page only (docs/server-variance.md row 26): a walk resumed at a checkpoint then had
  * none, and its run stored no snapshot and had no count to bound its pages by. One request of one item.
  */
-async function totalsOfPageOne(client: ApiClient, signal: AbortSignal): Promise<Pick<ListResponse, "summary" | "locations">> {
+export async function totalsOfPageOne(client: ApiClient, signal: AbortSignal): Promise<Pick<ListResponse, "summary" | "locations">> {
   const first = await client.listPage({ cursor: null, limit: 1 }, signal);
   return { summary: first.summary, locations: first.locations };
 }

@@ -83,9 +83,13 @@ describe("SIGTERM with the work queue full", () => {
     const end2 = await next.closed;
     expect(end2.code, next.out()).toBe(0);
     expect(lastRun(db)).toMatchObject({ status: "succeeded", walk_id: run.walk_id });
-    // It resumed: no list page again, and only the SKUs the walk had not stored.
-    expect(sim.stats().byEndpoint.list).toBe(0);
+    // It resumed: no list page again but page one's totals (one request of one item), and only the SKUs the walk had not stored.
+    expect(sim.stats().byEndpoint.list).toBe(1);
     expect(sim.stats().byEndpoint.detail).toBe(before.remaining);
     expect(diffAgainstTruth(db, truth)).toEqual([]);
+    // Its snapshot holds the list's totals, as every run's does (it walked no page: they came from page one).
+    const resumed = lastRun(db);
+    const overall = withDb(db, (d) => d.prepare("SELECT sku_count FROM inventory_snapshots WHERE run_id = ? AND root_id IS NULL").get(resumed.id));
+    expect(overall).toEqual({ sku_count: truth.skus.length });
   });
 });
