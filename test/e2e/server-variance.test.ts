@@ -4,7 +4,8 @@
  * varies), the real CLI against the real simulator serving that profile:
  *
  *   1. crash-resume: `sync --full` on an empty database is killed with SIGKILL (by pid) once
- *      the simulator has served it SKUs; the file is consistent with no half SKU;
+ *      the simulator has served it SKUs (mid-walk), or, for the profiles in KILL_AFTER_LIST, once
+ *      its list walk has ended; the file is consistent with no half SKU;
  *   2. the next `sync --full` resumes that walk, fetches only what is left, and ends equal
  *      to ground truth row by row;
  *   3. a rerun adds 0 history rows and leaves every table's row count as it was;
@@ -27,7 +28,7 @@ import { profileOptions, SERVER_PROFILES, VARIANCE_E2E_PROFILES } from "../../sr
 import { DEFAULTS } from "../../src/core/defaults.js";
 import { runCli } from "../helpers/cli.js";
 import { diffAgainstTruth, tableCounts } from "../helpers/ground-truth.js";
-import { consistencyProblems, lastRun, startFullSync, walkState, withDb } from "../helpers/mirror-state.js";
+import { consistencyProblems, lastRun, queryWhileWriting, startFullSync, walkState, withDb } from "../helpers/mirror-state.js";
 
 const KEY = "sim_e2e_variance_5e4d3c2b1a09f8e7d6c5";
 const SKUS = 100;
@@ -35,8 +36,27 @@ const SKUS = 100;
 const HISTORY_DEPTH = 10;
 /** Every response is held this long during the crash run, so the kill lands mid-walk. */
 const SLOW = { kind: "slow", delayMs: 10 } as const;
-/** The crash run is killed once the simulator has served this many detail requests. */
+/** The crash run is killed once the simulator has served this many detail requests... */
 const KILL_AFTER_DETAILS = 30;
+/**
+ * ...or, for these profiles, once its list walk has ended (list_done committed with the last page), while
+ * SKUs are still being fetched: the resumed run then walks no list page. Both kill points are deterministic
+ * per profile (a mid-walk kill may land after the walk's end on a loaded machine: CI once did, and the
+ * resumed run stored no snapshot). KILL_POINT=list-done or =details runs every profile at one of them.
+ */
+const KILL_AFTER_LIST: readonly string[] = ["list-by-quantity", "paging-variance", "data-variance", "history-identical-rows"];
+/** During a crash run killed after the list walk: SKUs slow (list pages not), so the kill lands with most SKUs still to fetch. */
+const SLOW_SKUS = { kind: "slow", delayMs: 30, endpoint: ["detail", "history"] } as const;
+
+function killAfterList(profile: string): boolean {
+  if (process.env.KILL_POINT) return process.env.KILL_POINT === "list-done";
+  return KILL_AFTER_LIST.includes(profile);
+}
+
+/** The newest run has committed its list walk's last page. */
+function listDone(db: string): boolean {
+  return queryWhileWriting<{ list_done: number }>(db, "SELECT list_done FROM sync_runs ORDER BY id DESC LIMIT 1")[0]?.list_done === 1;
+}
 /**
  * The sync asks for 100 per page; every server here serves at most this many (unless its profile
  * caps pages itself), so every walk spans pages and cursors: checkpoints, resumes and cursor
@@ -138,11 +158,13 @@ describe("server variance: the mirror against each server profile", () => {
       try {
         const truth = sim.groundTruth();
         const db = join(dir, `${name}.db`);
-        // 1. A full sync killed with SIGKILL once it has fetched SKUs.
-        sim.setFaults([SLOW]);
+        // 1. A full sync killed with SIGKILL once it has fetched SKUs, mid-walk or once its walk has listed every SKU.
+        const afterList = killAfterList(name);
+        sim.setFaults(afterList ? [SLOW_SKUS] : [SLOW]);
         const p = startFullSync(db, sim.baseUrl, KEY);
         spawned.push(p.child);
-        await until(() => sim.stats().byEndpoint.detail >= KILL_AFTER_DETAILS, p.child);
+        if (afterList) await until(() => listDone(db), p.child);
+        else await until(() => sim.stats().byEndpoint.detail >= KILL_AFTER_DETAILS, p.child);
         p.child.kill("SIGKILL");
         const end = await p.closed;
         expect(end.signal, `the run ended before it was killed: ${p.out()}`).toBe("SIGKILL");
