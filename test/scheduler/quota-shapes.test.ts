@@ -396,6 +396,16 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     }
   });
 
+  it("a window found after 429s of a limit before it, whose count left out most of the window's passes, grows its allowance past that count: 600 per 30 s without Retry-After behind a 100/s bucket, the CLI's slow start, seeds 1-5 within 1.3x (seed 1 sent 11-22 a window at 41.6x before)", async () => {
+    const shape = QUOTA_MATRIX.find((s) => s.name === "window 600/30 s no RA behind a 100/s burst 100 limit before authentication (HTTP-date)")!;
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const r = await runShape(shape, { seed, timerLateMs: 2, coldStart: { requests: 60, gapMs: 9 } });
+      expect(r.accepted, `seed ${seed}`).toBeGreaterThanOrEqual(shape.requests);
+      expect(r.violations, `seed ${seed}`).toBe(0);
+      expect(r.ratio, `seed ${seed}`).toBeLessThan(1.3);
+    }
+  });
+
   it("a window of a second whose 429s name no wait is told from the refusal right after the run's first passes, polled at a share of it: 200 per 1 s within 1.2x (1.88x read as a token bucket, polled by the backoff of the probe rate its refusal left), 429s under 5% (each second's opening is polled for)", async () => {
     const r = await runShape({ name: "window 200/1 s no RA", kind: "window", rate: 200, burst: 1, retryAfter: "none", requests: 5000 });
     expect(r.events.some(({ e }) => e.type === "rate" && e.phase === "window")).toBe(true);
