@@ -23,7 +23,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { startSimulator, type RunningSimulator } from "../../src/simulator/index.js";
+import { startSimulator, type FaultRule, type RunningSimulator } from "../../src/simulator/index.js";
 import { profileOptions, SERVER_PROFILES, VARIANCE_E2E_PROFILES } from "../../src/simulator/profiles.js";
 import { DEFAULTS } from "../../src/core/defaults.js";
 import { runCli } from "../helpers/cli.js";
@@ -46,7 +46,7 @@ const KILL_AFTER_DETAILS = 30;
  */
 const KILL_AFTER_LIST: readonly string[] = ["list-by-quantity", "paging-variance", "data-variance", "history-identical-rows"];
 /** During a crash run killed after the list walk: SKUs slow (list pages not), so the kill lands with most SKUs still to fetch. */
-const SLOW_SKUS = { kind: "slow", delayMs: 30, endpoint: ["detail", "history"] } as const;
+const SLOW_SKUS: FaultRule = { kind: "slow", delayMs: 30, endpoint: ["detail", "history"] };
 
 function killAfterList(profile: string): boolean {
   if (process.env.KILL_POINT) return process.env.KILL_POINT === "list-done";
