@@ -48,6 +48,18 @@ const LOOK_ABOVE = 1.1;
 /** ...once the pause it likely costs is at most this share of the work left (lookAboveWorthAPause). */
 const LOOK_ABOVE_PAUSE_SHARE = 0.05;
 /**
+ * Bounds whose top is under this rate (req/s), below any quota we expect (issue 10: 2-200 req/s), are taken for
+ * bounds that 429s not about the rate may have set: once quiet for STALE_HOLD_QUIET_MS, the run looks above them
+ * (staleHold).
+ * A token bucket explains a refusal of the first request after a one-second wait the server named only below
+ * 1 req/s; 429 bursts of three that met three such requests put a quota of no limit at [0.5, 1.4] req/s, and
+ * the run went on at 1 req/s (80 SKUs with one request in flight: 147 s where it otherwise takes 9). Held with
+ * bounds that tight, no 429 ever came to move them.
+ */
+const STALE_HOLD_MAX_RATE = 1.5;
+/** ...quiet this long at the hold (ms) before the first look; each look doubles it. */
+const STALE_HOLD_QUIET_MS = 10_000;
+/**
  * A run's bounds are kept for the next run (lesson) only within this span (high ÷ low): a run that found
  * the quota ends within a few percent (40/s burst 10: [39.2, 41.0]; 100/s of one token spaced from answers:
  * [103, 114]), a slow one within a third (2/s burst 2, 58 requests: [1.7, 2.3], whose next runs then draw no
@@ -459,6 +471,9 @@ export class RateControl {
   private passesAtWindowEnd = 0;
   /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
   private rampFloor = 0;
+  /** When the last 429 came (throttled), and how long a hold under STALE_HOLD_MAX_RATE waits quiet before it looks above (staleHold). */
+  private lastThrottledAt = -Infinity;
+  private staleHoldQuietMs = STALE_HOLD_QUIET_MS;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
   private sentRates: Array<[number, number | null]> = [];
   /**
@@ -776,7 +791,7 @@ export class RateControl {
     this.started = false;
     this.unnamed = waitMs === null;
     this.lastNamedMs = waitMs;
-    this.throttledAtRate = true;
+    this.markThrottled(now);
     if (!this.unnamed) this.quietRate = 0;
     if (!this.unnamed) this.refusedSince = null;
     else {
@@ -1141,6 +1156,7 @@ export class RateControl {
     } else if (s.phase === "contested") {
       if (s.rate !== null && this.contestedQuiet(s.rate, now)) this.contestedRise(s.rate, now);
     } else if (s.phase === "probe" || s.phase === "hold") {
+      if (this.staleHold(now)) return this.setting.rate !== before;
       this.learnFromCounts(now);
       if (s.phase === "probe" && s.rate !== null && this.quietAt(s.rate, now)) {
         // Quiet for T: the N requests that passed came from at most B in the bucket and r × T, so
@@ -1226,6 +1242,29 @@ export class RateControl {
       return this.setRate(Math.max(MIN_RATE, this.low), "ramp", now);
     }
     if (this.lookAboveWorthAPause()) this.setRate(top, "probe", now);
+  }
+
+  /** A 429 came at the rate in force (throttledAtRate), at `now` (staleHold's quiet counts from it). */
+  private markThrottled(now: number): void {
+    this.throttledAtRate = true;
+    this.lastThrottledAt = now;
+  }
+
+  /**
+   * Probing or holding under bounds whose top is under STALE_HOLD_MAX_RATE, quiet for staleHoldQuietMs since the
+   * last 429 (named waits only): look above them as a run started from an earlier run's bounds does, ramping from `low` with those bounds kept
+   * (priorHigh). A 429 puts them back (throttled: `started`), one pause; the next look waits twice as long. Quiet,
+   * the ramp goes on. True when it looked.
+   */
+  private staleHold(now: number): boolean {
+    if (this.high > STALE_HOLD_MAX_RATE || this.unnamed || this.started) return false;
+    if (now - this.lastThrottledAt < this.staleHoldQuietMs) return false;
+    this.staleHoldQuietMs *= 2;
+    this.priorHigh = this.high;
+    this.high = Infinity;
+    this.started = true;
+    this.setRate(Math.max(MIN_RATE, this.low), "ramp", now);
+    return true;
   }
 
   /**
