@@ -57,7 +57,7 @@ const LOOK_ABOVE_PAUSE_SHARE = 0.05;
  * bounds that tight, no 429 ever came to move them.
  */
 const STALE_HOLD_MAX_RATE = 1.5;
-/** ...quiet this long at the hold (ms) before the first look; each look doubles it. */
+/** ...quiet this long (ms) under such bounds before the first look; each look doubles it. */
 const STALE_HOLD_QUIET_MS = 10_000;
 /**
  * A run's bounds are kept for the next run (lesson) only within this span (high ÷ low): a run that found
@@ -471,7 +471,7 @@ export class RateControl {
   private passesAtWindowEnd = 0;
   /** The first probe after the ramp goes no lower than this (probe()); 0 once used. */
   private rampFloor = 0;
-  /** When the last 429 came (throttled), and how long a hold under STALE_HOLD_MAX_RATE waits quiet before it looks above (staleHold). */
+  /** When the last 429 came (throttled), and how long bounds under STALE_HOLD_MAX_RATE wait quiet before the run looks above them (staleHold). */
   private lastThrottledAt = -Infinity;
   private staleHoldQuietMs = STALE_HOLD_QUIET_MS;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
