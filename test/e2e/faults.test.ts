@@ -80,7 +80,7 @@ describe("quota and retries", () => {
     }
   });
 
-  it("429s not about the rate that refuse the first request after each named wait set bounds under 1.5 req/s; quiet 10 s under them, the run looks above them and ramps, ending equal to ground truth", async () => {
+  it("429s not about the rate that refuse the first request after each named wait set bounds under 1.5 req/s; the run then looks above them and sets a rate over 10 req/s, ending equal to ground truth with no early request", async () => {
     // One request in flight: the burst's three 429s come one per pause, each the first request after the last named
     // wait, which a token bucket explains only under 1 req/s. Before the look above, the run went on at ~1 req/s for good.
     const r = await syncWith([{ kind: "429", every: 40, burst: 3, retryAfter: "seconds:1", count: 1 }], { args: ["--concurrency", "1"] });
