@@ -10,7 +10,7 @@ import { ENDPOINTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import type { Secret } from "../core/secret.js";
 import { getJson, requestError, safeText, type RequestContext } from "./http.js";
-import type { HttpOptions, Transport, TransportFactory } from "./transport.js";
+import type { HttpOptions, Transport, TransportFactory, WriteGate } from "./transport.js";
 
 export interface ListQuery {
   cursor?: string | null;
@@ -31,7 +31,8 @@ export interface HistoryQuery {
  * decides. `onStatus` tells it an answer's status as soon as its headers are in.
  */
 export interface RequestRunner {
-  run<T>(endpoint: EndpointName, attempt: (onStatus: (status: number, serverDate: string | null) => void) => Promise<T>, signal: AbortSignal): Promise<T>;
+  /** `mayWrite`, asked right before the request is written: false keeps it from going (transport.ts WriteGate). */
+  run<T>(endpoint: EndpointName, attempt: (onStatus: (status: number, serverDate: string | null) => void, mayWrite: WriteGate) => Promise<T>, signal: AbortSignal): Promise<T>;
 }
 
 export interface ApiClientOptions {
@@ -108,16 +109,23 @@ export class ApiClient {
 
   private get<S extends z.ZodType>(endpoint: EndpointName, url: URL, schema: S, signal: AbortSignal, skuId?: string): Promise<z.output<S>> {
     const ctx: RequestContext = { endpoint, skuId };
-    return this.opts.scheduler.run(endpoint, (onStatus) => this.attempt(url, ctx, schema, signal, onStatus), signal);
+    return this.opts.scheduler.run(endpoint, (onStatus, mayWrite) => this.attempt(url, ctx, schema, signal, onStatus, mayWrite), signal);
   }
 
   /** One attempt (the scheduler decides about retries): the request, traced, and its body validated. */
-  private async attempt<S extends z.ZodType>(url: URL, ctx: RequestContext, schema: S, signal: AbortSignal, onStatus: (status: number, serverDate: string | null) => void): Promise<z.output<S>> {
+  private async attempt<S extends z.ZodType>(
+    url: URL,
+    ctx: RequestContext,
+    schema: S,
+    signal: AbortSignal,
+    onStatus: (status: number, serverDate: string | null) => void,
+    mayWrite: WriteGate,
+  ): Promise<z.output<S>> {
     const t0 = performance.now();
     const ms = () => Math.round(performance.now() - t0);
     let raw: Awaited<ReturnType<typeof getJson>>;
     try {
-      raw = await getJson(url, ctx, this.opts.key, this.opts.http, this.transport, signal, onStatus);
+      raw = await getJson(url, ctx, this.opts.key, this.opts.http, this.transport, signal, onStatus, mayWrite);
     } catch (err) {
       this.opts.onRequest?.({ endpoint: ctx.endpoint, status: err instanceof ApiError ? err.status : null, ms: ms(), error: err instanceof ApiError ? err.kind : "error" });
       throw err;

@@ -8,7 +8,7 @@
 import type { EndpointName } from "../core/defaults.js";
 import { ApiError, type ApiErrorKind } from "../core/errors.js";
 import { parseScrubbed, redactSecrets, type Secret } from "../core/secret.js";
-import type { HeaderReader, HttpOptions, Received, Transport } from "./transport.js";
+import { type HeaderReader, type HttpOptions, NotSentError, type Received, type Transport, type WriteGate } from "./transport.js";
 
 export interface RawResponse {
   status: number;
@@ -48,6 +48,7 @@ export async function getJson(
   transport: Transport,
   signal: AbortSignal,
   onStatus?: (status: number, serverDate: string | null) => void,
+  mayWrite?: WriteGate,
 ): Promise<RawResponse> {
   // One controller per request, aborted by the caller's signal or by the whole-response timer,
   // and both released when the request ends. (AbortSignal.timeout + AbortSignal.any would keep a
@@ -57,8 +58,9 @@ export async function getJson(
   try {
     let res: Received;
     try {
-      res = await transport.get(url, requestHeaders(key), deadline.signal);
+      res = await transport.get(url, requestHeaders(key), deadline.signal, mayWrite);
     } catch (err) {
+      if (err instanceof NotSentError) throw requestError(ctx, err.message, { kind: "not-sent", cause: err });
       throw transportError(err, ctx, signal, deadline, opts);
     }
     // Before the body is read: the scheduler stops granting at a 429/503 before this connection is free again.

@@ -12,8 +12,12 @@
  *   tests pass it.
  *
  * Both follow no redirect, give the same `Received`, and release the pool on `close()`.
+ *
+ * A request may carry a write gate (`WriteGate`), asked when its bytes are about to go: the pool asks it
+ * when a socket is ready for the request, right before writing (undici's onRequestStart), so a request
+ * handed to the pool before a 429 arrived, but written after it, is not written at all (NotSentError).
  */
-import { Agent } from "undici";
+import { Agent, type Dispatcher } from "undici";
 
 export interface HttpOptions {
   connectTimeoutMs: number;
@@ -40,9 +44,23 @@ export interface Received {
 
 export interface Transport {
   /** One GET of `url` with `headers`; resolves once the status and headers have arrived. */
-  get(url: URL, headers: Record<string, string>, signal: AbortSignal): Promise<Received>;
+  get(url: URL, headers: Record<string, string>, signal: AbortSignal, mayWrite?: WriteGate): Promise<Received>;
   /** Close the pool (the client calls it from its own close()). */
   close(): Promise<void>;
+}
+
+/**
+ * Asked right before a request is written: false keeps it from going. The scheduler's (scheduler.ts
+ * mayWrite): no request goes out once a 429 has arrived, until its Retry-After has elapsed.
+ */
+export type WriteGate = () => boolean;
+
+/** The request was not written: its write gate said no. Nothing of it reached the server. */
+export class NotSentError extends Error {
+  override name = "NotSentError";
+  constructor() {
+    super("not sent: a pause began before the request was written");
+  }
 }
 
 /** How the client gets its transport: it makes one from its HTTP options, and closes it with itself. */
@@ -60,19 +78,64 @@ function createPool(opts: HttpOptions): Agent {
 
 /** Production: straight to the pool. undici's request follows no redirect (no redirect interceptor is installed). */
 export const poolTransport: TransportFactory = (opts) => {
-  const pool = createPool(opts);
+  const agent = createPool(opts);
+  const pool = agent.compose(gateWrites);
   return {
-    get: async (url, headers, signal) => fromDispatcher(await pool.request({ origin: url.origin, path: url.pathname + url.search, method: "GET", headers, signal })),
-    close: () => pool.close(),
+    get: async (url, headers, signal, mayWrite) => {
+      const request: GatedOptions = { origin: url.origin, path: url.pathname + url.search, method: "GET", headers, signal, ...(mayWrite ? { mayWrite } : {}) };
+      return fromDispatcher(await pool.request(request));
+    },
+    close: () => agent.close(),
   };
 };
+
+type GatedOptions = Dispatcher.RequestOptions & { mayWrite?: WriteGate };
+
+/** The pool's interceptor: a request's write gate (taken out of its options) wraps its handler. */
+const gateWrites: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
+  const { mayWrite, ...rest } = opts as GatedOptions;
+  return dispatch(rest, mayWrite ? new GatedHandler(handler, mayWrite) : handler);
+};
+
+/**
+ * Asks the gate at onRequestStart, which undici calls once a socket is ready for the request and right
+ * before it writes it; aborted there, nothing is written (the socket is closed, and the next request opens
+ * another). Everything else goes to the handler it wraps.
+ */
+class GatedHandler implements Dispatcher.DispatchHandler {
+  constructor(
+    private readonly inner: Dispatcher.DispatchHandler,
+    private readonly mayWrite: WriteGate,
+  ) {}
+  onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
+    if (!this.mayWrite()) return controller.abort(new NotSentError());
+    this.inner.onRequestStart?.(controller, context);
+  }
+  onRequestUpgrade(...a: Parameters<NonNullable<Dispatcher.DispatchHandler["onRequestUpgrade"]>>): void {
+    this.inner.onRequestUpgrade?.(...a);
+  }
+  onResponseStart(...a: Parameters<NonNullable<Dispatcher.DispatchHandler["onResponseStart"]>>): void {
+    this.inner.onResponseStart?.(...a);
+  }
+  onResponseData(...a: Parameters<NonNullable<Dispatcher.DispatchHandler["onResponseData"]>>): void {
+    this.inner.onResponseData?.(...a);
+  }
+  onResponseEnd(...a: Parameters<NonNullable<Dispatcher.DispatchHandler["onResponseEnd"]>>): void {
+    this.inner.onResponseEnd?.(...a);
+  }
+  onResponseError(...a: Parameters<NonNullable<Dispatcher.DispatchHandler["onResponseError"]>>): void {
+    this.inner.onResponseError?.(...a);
+  }
+}
 
 /** Through globalThis.fetch (looked up per request, so whatever intercepts it sees every request), with a pool as its dispatcher. */
 export const fetchTransport: TransportFactory = (opts) => {
   const pool = createPool(opts);
   return {
-    get: async (url, headers, signal) =>
-      fromFetch(
+    // fetch has no hook at the write: the gate is asked when the request is handed over.
+    get: async (url, headers, signal, mayWrite) => {
+      if (mayWrite && !mayWrite()) throw new NotSentError();
+      return fromFetch(
         await globalThis.fetch(url, {
           method: "GET",
           headers,
@@ -82,7 +145,8 @@ export const fetchTransport: TransportFactory = (opts) => {
           // @ts-expect-error -- `dispatcher` is undici's extension of RequestInit, honoured by Node's fetch.
           dispatcher: pool,
         }),
-      ),
+      );
+    },
     close: () => pool.close(),
   };
 };

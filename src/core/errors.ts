@@ -42,6 +42,7 @@ export type ApiErrorKind =
   | "invalid-response" // not JSON, wrong content type, too large, failed validation
   | "quota-wall" // the server asked us to wait longer than maxWaitMs
   | "budget" // this run's request budget (--max-requests) is spent
+  | "not-sent" // kept from going at the last moment (a pause began after it was granted); the scheduler sends it again after the pause
   | "unreachable"; // every request failed to connect for a while: the server is down or the URL is wrong
 
 /** Anything that went wrong talking to the API. */
