@@ -722,6 +722,12 @@ export class RateControl {
   }
 
   /** The request sent at `sentAt` was answered (whatever the answer). */
+  /** A request counted by sent() was not written after all (scheduler.ts mayWrite). */
+  unsent(): void {
+    this.sends = Math.max(0, this.sends - 1);
+    this.grantsInSegment = Math.max(0, this.grantsInSegment - 1);
+  }
+
   settled(sentAt: number): void {
     this.evidence.settled(sentAt);
   }

@@ -199,6 +199,11 @@ export interface SchedulerStats {
    * reached, since only a 429 sets a rate to size for.
    */
   unpacedHeldMs: number;
+  /**
+   * Requests granted, then kept from going at the write (mayWrite): a 429 arrived between the grant and the
+   * moment a socket was ready for them. Not in `requests`; each went again after the pause.
+   */
+  heldAtWrite: number;
 }
 
 /**
@@ -284,7 +289,7 @@ interface Waiter {
 }
 
 export class RequestScheduler {
-  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0, ceilingHeldMs: 0, unpacedHeldMs: 0 };
+  readonly stats: SchedulerStats = { requests: 0, byEndpoint: {}, byStatus: {}, responses429: 0, unavailable: 0, retries: 0, waitMs: 0, ceilingHeldMs: 0, unpacedHeldMs: 0, heldAtWrite: 0 };
   private readonly clock: Clock;
   private readonly random: () => number;
   private readonly queue: Waiter[] = [];
@@ -409,10 +414,21 @@ export class RequestScheduler {
   }
 
   /**
-   * Run one logical request: `attempt` is called once per try, inside a concurrency
-   * slot, after pause and rate allow it. Retries per RETRY_POLICY.
+   * May a granted request be written now? Not once a 429 or 503 has arrived (its body still being read:
+   * `holds`) or while a pause is in force. Asked by the transport right before the request's bytes go
+   * (transport.ts WriteGate): a grant is a promise resolved in one turn, the write happens turns later,
+   * once a socket is ready, and a 429 read in between names a wait that request would break. Against a
+   * clean-room server counting requests decided over 25 ms after a 429 it sent: 100/s burst 5, 1,200 SKUs,
+   * 1-5 such requests in 4 of 6 runs, written 7-36 ms after the 429 was read, all granted before it.
    */
-  async run<T>(endpoint: EndpointName, attempt: (onStatus: StatusListener) => Promise<T>, signal: AbortSignal): Promise<T> {
+  private readonly mayWrite = (): boolean => this.holds === 0 && this.pausedUntilMs <= this.clock.now();
+
+  /**
+   * Run one logical request: `attempt` is called once per try, inside a concurrency
+   * slot, after pause and rate allow it. Retries per RETRY_POLICY. A try kept from going at the
+   * write (mayWrite) is no try: it waits for the pause and goes again.
+   */
+  async run<T>(endpoint: EndpointName, attempt: (onStatus: StatusListener, mayWrite: () => boolean) => Promise<T>, signal: AbortSignal): Promise<T> {
     const tries = { all: 0, bounded: 0, rateLimited: 0 };
     for (;;) {
       tries.all++;
@@ -422,6 +438,7 @@ export class RequestScheduler {
       // This attempt holds an in-flight slot until it is answered (or, when it waits alone, until it starts waiting).
       let slot = true;
       let held = false;
+      let unsent = false;
       const onStatus: StatusListener = (status, serverDate = null) => {
         this.serverClock.observe(serverDate, sentAt, this.clock.now());
         if (held || (status !== 429 && status !== 503)) return;
@@ -429,7 +446,7 @@ export class RequestScheduler {
         this.holds++;
       };
       try {
-        const result = await attempt(onStatus);
+        const result = await attempt(onStatus, this.mayWrite);
         this.control.settled(sentAt);
         this.reached();
         this.answered(sentAt, true);
@@ -438,6 +455,12 @@ export class RequestScheduler {
       } catch (err) {
         this.control.settled(sentAt);
         if (!(err instanceof ApiError) || signal.aborted) throw err;
+        if (err.kind === "not-sent") {
+          unsent = true;
+          this.heldAtWrite(endpoint);
+          tries.all--;
+          continue;
+        }
         const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
         if (waitMs.scope === "all") {
           if (err.status === 503) this.unavailablePauseMs = Math.max(this.unavailablePauseMs, waitMs.ms);
@@ -465,12 +488,20 @@ export class RequestScheduler {
       } finally {
         if (slot) {
           this.inFlight--;
-          this.lastAnswerAt = this.clock.now();
+          if (!unsent) this.lastAnswerAt = this.clock.now();
         }
         if (held) this.holds--;
         this.pump();
       }
     }
+  }
+
+  /** A granted request that was not written (mayWrite): not a request sent, nor one the window's allowance or the rate counts. */
+  private heldAtWrite(endpoint: EndpointName): void {
+    this.stats.heldAtWrite++;
+    this.stats.requests--;
+    this.stats.byEndpoint[endpoint] = (this.stats.byEndpoint[endpoint] ?? 1) - 1;
+    this.control.unsent();
   }
 
   /** Classify a failed attempt: throw when it is final, else say how long to wait and who waits. */

@@ -148,6 +148,67 @@ describe("request scheduler", () => {
     for (const t of sendsAt.slice(2)) expect(t).toBeGreaterThanOrEqual(readAt + 1_000);
   });
 
+  it("a request granted before a 429 arrived but written after it is kept from going, is not counted, and goes once the Retry-After has elapsed", async () => {
+    // The grant and the write are turns apart (the transport writes once a socket is ready); the transport
+    // asks mayWrite right before writing and, told no, rejects with kind "not-sent" (transport.ts, http.ts).
+    const clock = new FakeClock();
+    const s = scheduler(clock, { concurrency: 2, adaptive: false, maxRetries: 0 });
+    const signal = new AbortController().signal;
+    let releaseBody!: () => void;
+    const bodyRead = new Promise<void>((r) => (releaseBody = r));
+    let statusArrived!: () => void;
+    const arrived = new Promise<void>((r) => (statusArrived = r));
+    let firstAsked!: () => void;
+    const asked1 = new Promise<void>((r) => (firstAsked = r));
+    let throttledOnce = false;
+    let readAt = 0;
+    const throttled = s.run(
+      "detail",
+      async (onStatus) => {
+        if (throttledOnce) return "retried";
+        throttledOnce = true;
+        await asked1;
+        onStatus(429);
+        statusArrived();
+        await bodyRead;
+        readAt = clock.t;
+        throw http429("1");
+      },
+      signal,
+    );
+    const asked: Array<{ at: number; may: boolean }> = [];
+    const writtenAt: number[] = [];
+    const late = s.run(
+      "detail",
+      async (_onStatus, mayWrite) => {
+        // Granted with the other; its socket is ready only after the other's 429 has arrived.
+        if (asked.length === 0) {
+          asked.push({ at: clock.t, may: mayWrite() });
+          firstAsked();
+          await arrived;
+        }
+        const may = mayWrite();
+        asked.push({ at: clock.t, may });
+        if (!may) throw new ApiError("detail: not sent", { kind: "not-sent", endpoint: "detail" });
+        writtenAt.push(clock.t);
+        return "ok";
+      },
+      signal,
+    );
+    for (let i = 0; i < 20; i++) await Promise.resolve();
+    releaseBody();
+    const results = await drive(clock, [throttled, late]);
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value : String(r.reason)))).toEqual(["retried", "ok"]);
+    // Free to go before the 429; held when its socket was ready after it; written once the wait was over.
+    expect(asked.map((a) => a.may)).toEqual([true, false, true]);
+    expect(writtenAt).toHaveLength(1);
+    expect(writtenAt[0]!).toBeGreaterThanOrEqual(readAt + 1_000);
+    // Not a try (maxRetries 0 did not fail it), not a request: the 429, its retry and the one written.
+    expect(s.stats.requests).toBe(3);
+    expect(s.stats.byEndpoint.detail).toBe(3);
+    expect(s.stats.heldAtWrite).toBe(1);
+  });
+
   it("a 429 pauses every worker until its Retry-After has elapsed", async () => {
     const clock = new FakeClock();
     const s = scheduler(clock, { adaptive: false });
