@@ -721,13 +721,13 @@ export class RateControl {
     return Math.max(0, Math.min(this.burstLow - 1, Math.floor((this.low * pauseMs) / 1000)));
   }
 
-  /** The request sent at `sentAt` was answered (whatever the answer). */
   /** A request counted by sent() was not written after all (scheduler.ts mayWrite). */
   unsent(): void {
     this.sends = Math.max(0, this.sends - 1);
     this.grantsInSegment = Math.max(0, this.grantsInSegment - 1);
   }
 
+  /** The request sent at `sentAt` was answered (whatever the answer). */
   settled(sentAt: number): void {
     this.evidence.settled(sentAt);
   }

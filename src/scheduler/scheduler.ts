@@ -308,6 +308,8 @@ export class RequestScheduler {
   /** Set once the server is found unreachable: every request from then on fails with it. */
   private unreachable: ApiError | null = null;
   private pausedUntilMs = 0;
+  /** The end of the pause an answer (a 429 or 503, or a failure every worker waits out) began: what mayWrite holds writes back for. */
+  private answerPausedUntilMs = 0;
   private readonly control: RateControl;
   private readonly concurrency: ConcurrencyLimit;
   private pacer: Pacer | null = null;
@@ -420,8 +422,9 @@ export class RequestScheduler {
    * once a socket is ready, and a 429 read in between names a wait that request would break. Against a
    * clean-room server counting requests decided over 25 ms after a 429 it sent: 100/s burst 5, 1,200 SKUs,
    * 1-5 such requests in 6 of 16 runs, written 7-36 ms after the 429 was read, all granted before it; 0 in 7 after.
+   * Only an answer's pause counts: a window's allowance granted before we paused for the next window's opening is that window's.
    */
-  private readonly mayWrite = (): boolean => this.holds === 0 && this.pausedUntilMs <= this.clock.now();
+  private readonly mayWrite = (): boolean => this.holds === 0 && this.answerPausedUntilMs <= this.clock.now();
 
   /**
    * Run one logical request: `attempt` is called once per try, inside a concurrency
@@ -466,6 +469,7 @@ export class RequestScheduler {
           if (err.status === 503) this.unavailablePauseMs = Math.max(this.unavailablePauseMs, waitMs.ms);
           this.control.pausing(waitMs.ms);
           this.pauseUntil(this.clock.now() + waitMs.ms);
+          this.answerPausedUntilMs = Math.max(this.answerPausedUntilMs, this.pausedUntilMs);
         } else {
           // The wait is this request's alone: the others go on while it sleeps, in its slot too
           // (a burst of 503s backing off in every slot would otherwise stop all sending for a backoff).
