@@ -109,6 +109,8 @@ export interface ShapeResult {
   ratio: number;
   /** Scheduler events with the virtual time (s since start) they came at. */
   events: Array<{ atS: number; e: SchedulerEvent }>;
+  /** Requests granted and then held back at the write (RequestScheduler stats.heldAtWrite). */
+  heldAtWrite: number;
   /** What the run learned of the quota for the next run (RequestScheduler.quotaLesson). */
   lesson: ReturnType<RequestScheduler["quotaLesson"]>;
 }
@@ -323,6 +325,11 @@ export interface RunOptions {
   startFrom?: LearnedQuota;
   /** Learn a send rate from 429s (default true; `rateLimit.adaptive`). */
   adaptive?: boolean;
+  /**
+   * The time (ms) between a grant and the write, as a pool's socket gives it (a connect, a busy event loop):
+   * the write gate is asked then, as transport.ts does, and a request it holds back goes again (default 0: none).
+   */
+  writeDelayMs?: number;
 }
 
 /** Run `shape.requests` successful requests through a RequestScheduler against the model. */
@@ -355,20 +362,28 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
   let failure: unknown = null;
   const ac = new AbortController();
   let cold: Promise<void> = Promise.resolve();
+  const writeDelayMs = opts.writeDelayMs ?? 0;
+  const attempt = async (_onStatus: unknown, mayWrite: () => boolean) => {
+    if (writeDelayMs > 0) {
+      await clock.sleep(writeDelayMs);
+      if (!mayWrite()) throw new ApiError("detail: not sent", { kind: "not-sent", endpoint: "detail" });
+    }
+    return server.request();
+  };
   const worker = async () => {
     while (next < shape.requests) {
       next++;
       if (opts.coldStart && next <= opts.coldStart.requests) {
         cold = cold.then(async () => {
           await clock.sleep(opts.coldStart!.gapMs);
-          await scheduler.run("detail", () => server.request(), ac.signal);
+          await scheduler.run("detail", attempt, ac.signal);
         });
         await cold;
         done++;
         continue;
       }
       await cold;
-      await scheduler.run("detail", () => server.request(), ac.signal);
+      await scheduler.run("detail", attempt, ac.signal);
       done++;
       if (opts.workLeftScale !== null) scheduler.expectRemaining((shape.requests - done) * (opts.workLeftScale ?? 1));
       lastDone = clock.now();
@@ -398,6 +413,7 @@ export async function runShape(shape: QuotaShape, opts: RunOptions = {}): Promis
     leastS,
     ratio: wallS / leastS,
     events,
+    heldAtWrite: scheduler.stats.heldAtWrite,
     lesson: scheduler.quotaLesson(),
   };
 }
