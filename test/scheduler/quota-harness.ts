@@ -95,6 +95,8 @@ export interface QuotaShape {
    * others give.
    */
   random429?: number;
+  /** The quota changes this many seconds into the run (a plan changed, a counter the server dropped): a fresh quota of this kind, full. */
+  changeTo?: { atS: number; kind: QuotaShape["kind"]; rate: number; burst: number };
 }
 
 export interface ShapeResult {
@@ -158,7 +160,7 @@ class ModelServer {
   private deadlines: Array<{ readAt: number; until: number }> = [];
 
   constructor(
-    private readonly shape: QuotaShape,
+    private shape: QuotaShape,
     private readonly clock: VirtualClock,
     private readonly random: () => number,
     private readonly stall: { probability: number; ms: number } | undefined,
@@ -172,6 +174,21 @@ class ModelServer {
     this.preLast = clock.now();
     this.windowStart = clock.now() - (shape.windowPhaseMs ?? 0);
     this.otherAt = shape.otherClientRps ? clock.now() + this.otherGap() : Infinity;
+    this.startedAt = clock.now();
+  }
+
+  private readonly startedAt: number;
+
+  /** The quota in force at `t` (shape.changeTo): from its change on, the new one, starting full. */
+  private changeQuota(t: number): void {
+    const c = this.shape.changeTo;
+    if (!c || t < this.startedAt + c.atS * 1000) return;
+    this.shape = { ...this.shape, kind: c.kind, rate: c.rate, burst: c.burst, changeTo: undefined };
+    this.tokens = c.burst;
+    this.last = t;
+    this.windowStart = t;
+    this.windowCount = 0;
+    this.admitted = [];
   }
 
   async request(): Promise<void> {
@@ -214,6 +231,7 @@ class ModelServer {
       this.throttled++;
       return this.refusal(t, 1_000, this.shape.retryAfter);
     }
+    this.changeQuota(t);
     const pre = this.preAuthWait(t);
     const waitMs = pre > 0 ? pre : this.admit(t);
     if (waitMs === 0) {
