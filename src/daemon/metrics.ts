@@ -45,6 +45,7 @@ export class DaemonMetrics {
   readonly requests: Counter<"endpoint" | "status">;
   readonly responses429: Counter;
   readonly retries: Counter;
+  readonly heldAtWrite: Counter;
   readonly backoffSeconds: Counter;
   readonly ceilingSeconds: Counter;
   readonly unpacedSeconds: Counter;
@@ -88,6 +89,11 @@ export class DaemonMetrics {
     // Exposed as rate_limited_total (the name alerts and docs/deploy.md use); the same count as sync_runs.responses_429.
     this.responses429 = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
     this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
+    this.heldAtWrite = new Counter({
+      name: `${PREFIX}held_at_write_total`,
+      help: "Requests granted and then held back at the write because a 429 or 503 had just been read: sent after the pause, not counted as requests or retries.",
+      registers,
+    });
     this.backoffSeconds = seconds("backoff_seconds_total", "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).", registers);
     this.ceilingSeconds = seconds(
       "inflight_ceiling_seconds_total",
@@ -163,6 +169,7 @@ export class DaemonMetrics {
     }
     this.responses429.inc(r.responses429);
     this.retries.inc(r.retries);
+    this.heldAtWrite.inc(r.heldAtWrite);
     this.backoffSeconds.inc(r.waitMs / 1000);
     this.ceilingSeconds.inc(r.ceilingHeldMs / 1000);
     this.unpacedSeconds.inc(r.unpacedHeldMs / 1000);

@@ -77,6 +77,11 @@ export interface SyncResult extends RunCounters {
   ceilingHeldMs: number;
   /** Time, with no 429 yet, with every request the count sized for an unknown quota allows in flight, work waiting (scheduler.ts: unpacedHeldMs). */
   unpacedHeldMs: number;
+  /**
+   * Requests granted and then held back at the write because a 429 or 503 had just been read (scheduler.ts:
+   * heldAtWrite): sent after the pause, not counted in `requests` or `retries`.
+   */
+  heldAtWrite: number;
   /** Said when that ceiling, not the server's quota, held the run back (ceiling-hint.ts); null otherwise. */
   ceilingHint: string | null;
   resumeAfter: string | null;
@@ -390,6 +395,7 @@ function syncResult(ctx: RunContext, outcome: Outcome): SyncResult {
     durationMs: 0,
     ceilingHeldMs: Math.round(scheduler.stats.ceilingHeldMs),
     unpacedHeldMs: Math.round(scheduler.stats.unpacedHeldMs),
+    heldAtWrite: scheduler.stats.heldAtWrite,
     ceilingHint: null,
     resumeAfter: outcome.resumeAfter,
     error: outcome.error,

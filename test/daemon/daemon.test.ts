@@ -48,6 +48,7 @@ function resultOf(mode: RunMode, over: Partial<SyncResult> = {}): SyncResult {
     durationMs: 1234,
     ceilingHeldMs: 0,
     unpacedHeldMs: 0,
+    heldAtWrite: 0,
     ceilingHint: null,
     resumeAfter: null,
     error: null,
@@ -392,7 +393,7 @@ describe("Daemon: metrics", () => {
     await d.start();
     const a = d.tick("incremental");
     clock.t += 4_000;
-    sync.calls[0]!.resolve({ responses429: 3, responses503: 1, retries: 5, waitMs: 2_500, ceilingHeldMs: 750, unpacedHeldMs: 1_250, durationMs: 4_000 });
+    sync.calls[0]!.resolve({ responses429: 3, responses503: 1, retries: 5, waitMs: 2_500, ceilingHeldMs: 750, unpacedHeldMs: 1_250, heldAtWrite: 2, durationMs: 4_000 });
     await a;
     const m = (s: string) => sample(metrics, s);
     expect(await m('inventory_mirror_requests_total{endpoint="list",status="429"}')).toBe(3);
@@ -401,6 +402,7 @@ describe("Daemon: metrics", () => {
     expect(await m('inventory_mirror_requests_total{endpoint="history",status="error"}')).toBe(1);
     expect(await m("inventory_mirror_rate_limited_total")).toBe(3);
     expect(await m("inventory_mirror_retries_total")).toBe(5);
+    expect(await m("inventory_mirror_held_at_write_total")).toBe(2);
     expect(await m("inventory_mirror_backoff_seconds_total")).toBe(2.5);
     expect(await m("inventory_mirror_inflight_ceiling_seconds_total")).toBe(0.75);
     expect(await m("inventory_mirror_unpaced_hold_seconds_total")).toBe(1.25);

@@ -50,7 +50,7 @@ export function summarize(r: SyncResult): string {
       : []),
     `  locations  ${r.locations}`,
     `  history    ${r.historyRowsAdded} rows added`,
-    `  requests   ${r.requests}${ep ? ` (${ep})` : ""}; ${r.responses429} × 429, ${r.responses503} × 503, ${r.retries} retries, waited ${(r.waitMs / 1000).toFixed(1)} s`,
+    `  requests   ${r.requests}${ep ? ` (${ep})` : ""}; ${r.responses429} × 429, ${r.responses503} × 503, ${r.retries} retries${r.heldAtWrite ? `, ${r.heldAtWrite} held back at the write` : ""}, waited ${(r.waitMs / 1000).toFixed(1)} s`,
     ...(r.ceilingHint ? [`  note       ${r.ceilingHint}`] : []),
     ...(r.resumeAfter ? [`  resume after ${r.resumeAfter}`] : []),
   ].join("\n");
