@@ -89,11 +89,8 @@ export class DaemonMetrics {
     // Exposed as rate_limited_total (the name alerts and docs/deploy.md use); the same count as sync_runs.responses_429.
     this.responses429 = new Counter({ name: `${PREFIX}rate_limited_total`, help: "Responses 429 (quota or pre-authentication limit).", registers });
     this.retries = new Counter({ name: `${PREFIX}retries_total`, help: "Requests retried after a 429, 503, network error or timeout.", registers });
-    this.heldAtWrite = new Counter({
-      name: `${PREFIX}held_at_write_total`,
-      help: "Requests granted and then held back at the write because a 429 or 503 had just been read: sent after the pause, not counted as requests or retries.",
-      registers,
-    });
+    const heldHelp = "Requests granted and then held back at the write because a 429 or 503 had just been read: sent after the pause, not counted as requests or retries.";
+    this.heldAtWrite = new Counter({ name: `${PREFIX}held_at_write_total`, help: heldHelp, registers });
     this.backoffSeconds = seconds("backoff_seconds_total", "Seconds during which all requests were paused by a 429/503 (Retry-After or backoff).", registers);
     this.ceilingSeconds = seconds(
       "inflight_ceiling_seconds_total",
