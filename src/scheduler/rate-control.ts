@@ -283,6 +283,14 @@ const PER_SECOND_LOOK_BACKOFF = 4;
  * 1.085x with two (5 %, the pause less the burst it refills, as lookAboveWorthAPause counts), 1.054x with one (2 %).
  */
 const PER_SECOND_LOOK_PAUSE_SHARE = 0.02;
+/**
+ * Once the capacity was measured again (relearnCapacity), a replay whose top is under this share of what the run's
+ * own cycles proved passed (cycleLow) is not taken (learnFromEvidence): more likely a bucket another client had
+ * drained as the measure began than a quota cut by four. Taken, 40/s burst 4 shared with a client at 15/s read as
+ * [0.5, 2.4] against 16.8 proven and ran at 2 req/s (8.52x; harness seeds 1-40: geometric mean 1.916 -> 1.842).
+ * Quotas cut by 3-6x mid-run (harness `changeTo`) still take their replay, or follow within 0-2 s of ~50.
+ */
+const RELEARN_REPLAY_MIN_SHARE = 0.25;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
 const MIN_RATE = 0.5;
 /**
@@ -1106,7 +1114,9 @@ export class RateControl {
     // bucket of 10 at [31.8, 54.2] after the probe at 104 req/s (bounds held [79.6, 118.2]), and quiet steps
     // under 54 took 10 s each (harness, 150 ms stalls every 2 s, one seed of five: 2.27x; 1.24x with this).
     // The cycle is dropped instead, and the count bounds stand alone for this 429.
-    const b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => this.evidenceNoise(r), !stalled);
+    let b = this.evidence.bounds(MIN_RATE, rateDrewIt * 1.02, (r) => this.evidenceNoise(r), !stalled);
+    // Measured again, a replay far under what the run's own cycles proved is not taken (RELEARN_REPLAY_MIN_SHARE).
+    if (b && this.relearned && b.high < this.cycleLow * RELEARN_REPLAY_MIN_SHARE) b = null;
     this.evidenceFits = b !== null;
     this.evidenceProbe = false;
     if (!b && stalled && !refutedBefore) this.evidence.forgetLastCycle();
