@@ -288,7 +288,7 @@ const PER_SECOND_LOOK_PAUSE_SHARE = 0.02;
  * own cycles proved passed (cycleLow) is not taken (learnFromEvidence): more likely a bucket another client had
  * drained as the measure began than a quota cut by four. Taken, 40/s burst 4 shared with a client at 15/s read as
  * [0.5, 2.4] against 16.8 proven and ran at 2 req/s (8.52x; harness seeds 1-40: geometric mean 1.916 -> 1.842).
- * Quotas cut by 2-7x mid-run (harness `changeTo`, 21 runs) follow as before or within 0-2.2 s of about 50.
+ * Quotas cut by 2-7x mid-run (harness `changeTo`, 24 runs) follow as before or within 0-2.2 s of about 50.
  */
 const RELEARN_REPLAY_MIN_SHARE = 0.25;
 /** Never below: one request every 2 s still makes progress and keeps learning. */
