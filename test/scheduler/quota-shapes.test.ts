@@ -31,6 +31,11 @@ function phasesFromFirstProbe(r: Awaited<ReturnType<typeof runShape>>): string[]
   return phases.slice(phases.indexOf("probe"));
 }
 
+/** The rates a run set from `atS` seconds into it on. */
+function ratesAfter(r: ShapeResult, atS: number): number[] {
+  return r.events.flatMap(({ atS: t, e }) => (e.type === "rate" && e.requestsPerSecond !== null && t >= atS ? [e.requestsPerSecond] : []));
+}
+
 describe("the scheduler against each quota shape (virtual time)", () => {
   // A pool writes a request turns after its grant, and asks the write gate then (transport.ts). The gate holds
   // writes back for a pause an answer began, not for the scheduler's own pause to a window's next opening,
@@ -180,7 +185,7 @@ describe("the scheduler against each quota shape (virtual time)", () => {
   it("a bucket another client drained when the capacity is measured again is not read as a few req/s: 40/s burst 4 with another client at 15/s, seed 38, within 4x and no rate under 5 req/s set (8.52x before: the replay put the bounds at [0.5, 2.4] after [16.8, 18.8] proven)", async () => {
     const shape: QuotaShape = { name: "bucket 40/s burst 4 another client 15/s", kind: "bucket", rate: 40, burst: 4, retryAfter: "seconds", requests: 2000, otherClientRps: 15 };
     const r = await runShape(shape, { seed: 38, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
-    const late = r.events.flatMap(({ atS, e }) => (e.type === "rate" && e.requestsPerSecond !== null && atS > 10 ? [e.requestsPerSecond] : []));
+    const late = ratesAfter(r, 10);
     expect(late.length).toBeGreaterThan(0);
     expect(Math.min(...late)).toBeGreaterThan(5);
     expect(r.ratio).toBeLessThan(4);
@@ -473,11 +478,6 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     expect(r.throttled).toBeLessThan(17);
     expect(r.ratio).toBeLessThan(1.2);
   });
-
-  /** The rates set after `atS` seconds into the run. */
-  function ratesAfter(r: ShapeResult, atS: number): number[] {
-    return r.events.flatMap(({ atS: t, e }) => (e.type === "rate" && e.requestsPerSecond !== null && t >= atS ? [e.requestsPerSecond] : []));
-  }
 
   it("a hold under N per second looks above N once quiet, as the evidence that fitted N may be a bucket's: a counter of 20 per second that becomes a bucket of 60/s burst 20 8 s in is found by the second look (27 s in): held at 59 from 36 s on, the run within 70 s (held at 19 for 135 s before), seeds 1-3", async () => {
     // The server written apart from ours (HTTP-date waits) had a 50/s bucket of 5 tokens fitted as 19 per second from the
