@@ -250,6 +250,20 @@ const WINDOW_INSIDE_SHARE = 0.9;
  */
 const POLL_SHARE = 0.2;
 /**
+ * A window's length from two ends its 429s named as HTTP-dates (windowEnded) is up to a second long: a date names
+ * a whole second on the server's clock. A log of the last S seconds sent its allowance just after the whole second
+ * its named wait ended on frees its first slot S later, and a date rounded up names the whole second after that:
+ * 4 s between ends of a 3-s log, each window waited out at 4 s (harness: 1.33x its least time; a 2-s log 1.50x, a
+ * 5-s log 1.20x; 1.11x, 1.13x and 1.10x with the trial). So the length is tried once a second shorter, plus this
+ * margin (the pause's own margin and the allowance's spread on the way): refused at the first opening so
+ * predicted, the length measured stays for the run, one 429 spent; a window whose ends are exact (a fixed window on
+ * whole seconds) costs that 429 only. Not for delta-seconds, counted from the refusal that closes the allowance:
+ * their ends were within milliseconds of the log's, and the trial cost a fixed 3-s window 1.03x -> 1.08x.
+ */
+const WINDOW_LENGTH_TRIAL_MARGIN_MS = 150;
+/** ...a second: the grain of a wait in whole seconds. */
+const WINDOW_LENGTH_GRAIN_MS = 1_000;
+/**
  * A shorter refusal (from WINDOW_POLLED_MIN_MS) is a window's too when a token bucket would need a
  * capacity of this many seconds of its rate to explain it (passes before × refusal): a window of 200
  * per second refuses for 0.9 s after 200 passed, which a bucket explains only with 180 s of its rate;
@@ -474,6 +488,10 @@ export class RateControl {
   private polledEnds: Array<{ index: number; earliest: number; latest: number }> = [];
   private windowsSince = 0;
   private windowMs: number | null = null;
+  /** The window's length tried a grain shorter than its ends measured (WINDOW_LENGTH_TRIAL_MARGIN_MS): not yet, in course, or refused. */
+  private lengthTrial: "untried" | "trying" | "refused" = "untried";
+  /** The last 429 named its wait as an HTTP-date (whole seconds on the server's clock), not as delta-seconds counted from its answer. */
+  private endNamedAsDate = false;
   /** When the window in course opened by our prediction (enterNextWindow), until a request sent from then passes; null when confirmed. */
   private predictedOpenAt: number | null = null;
   /**
@@ -813,11 +831,9 @@ export class RateControl {
    * A new 429 episode began: its first 429 was sent at `sentAt`. `accepted`: the rate the
    * server accepted over the last second (req/s).
    */
-  throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null): void {
-    // Any 429 ends the quiet of a per-second probe (perSecondAllWorthTrying).
-    this.perSecondQuietRate = null;
+  throttled(sentAt: number, now: number, accepted: number, waitMs: number | null = null, namedAsDate = false): void {
+    this.noteRefusal(sentAt, waitMs, namedAsDate);
     const stalled = this.takeStallInCycle();
-    this.second.refused(sentAt, waitMs);
     const seg = this.segment;
     // What the window in course admitted, 503 pauses and all (windowCarry).
     const windowPasses = this.windowCarry + (seg?.passes ?? 0);
@@ -892,6 +908,14 @@ export class RateControl {
     this.learnFromEvidence(drewIt, stalled);
     if (this.holdPerSecond(false, now)) return;
     this.probe(now);
+  }
+
+  /** A 429 sent at `sentAt` naming `waitMs` (as an HTTP-date when `namedAsDate`): what the per-second test and a window's length read of it. */
+  private noteRefusal(sentAt: number, waitMs: number | null, namedAsDate: boolean): void {
+    // Any 429 ends the quiet of a per-second probe (perSecondAllWorthTrying).
+    this.perSecondQuietRate = null;
+    this.second.refused(sentAt, waitMs);
+    this.endNamedAsDate = namedAsDate;
   }
 
   /** Whether a pass since the last 429 was answered late (stallInCycle), and a fresh cycle from here. */
@@ -1013,7 +1037,7 @@ export class RateControl {
     if (latest !== null) this.windowMs = this.polledLength(windows, end, latest, refusedFrom);
     else if (this.windowEnd !== null && windows >= 1) {
       const gap = end - this.windowEnd;
-      this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? gap / windows : null;
+      this.windowMs = gap / windows >= WINDOW_MIN_WAIT_MS ? this.tryShorterLength(gap / windows, windows) : null;
     }
     this.windowEnd = end;
     this.windowsSince = 0;
@@ -1021,6 +1045,19 @@ export class RateControl {
     this.grantsInSegment = 0;
     this.setting = this.windowSetting();
     this.evidence.invalidate();
+  }
+
+  /**
+   * The length two named ends measured (`measured`, over `windows` windows), or once a grain shorter over them
+   * (WINDOW_LENGTH_TRIAL_MARGIN_MS). Any end named while the shorter length is in force refuses it for the run.
+   */
+  private tryShorterLength(measured: number, windows: number): number {
+    if (this.lengthTrial === "trying") this.lengthTrial = "refused";
+    if (this.lengthTrial === "refused" || !this.endNamedAsDate) return measured;
+    const shorter = measured - WINDOW_LENGTH_GRAIN_MS / windows + WINDOW_LENGTH_TRIAL_MARGIN_MS;
+    if (shorter < WINDOW_MIN_WAIT_MS || shorter >= measured) return measured;
+    this.lengthTrial = "trying";
+    return shorter;
   }
 
   /** Paced within a window: a pass beyond the allowance shows it short (WINDOW_ALLOWANCE_GROWTH); the allowance's own last pass does not. */

@@ -62,6 +62,13 @@ function askedMs(value: string | null | undefined, now: number, minMs: number): 
   return minMs;
 }
 
+/** True when `value` is an HTTP-date (RFC 9110's forms, to the whole second), not an ISO 8601 moment to the millisecond. */
+export function retryAfterIsHttpDate(value: string | null | undefined): boolean {
+  if (value == null) return false;
+  const v = value.trim();
+  return !ISO_MOMENT_RE.test(v) && looksLikeHttpDate(v) && Number.isFinite(parseHttpDate(v));
+}
+
 /**
  * Only things that look like dates: Date.parse is lenient with junk such as "5 apples". Besides RFC 9110's
  * three forms, an ISO 8601 moment with its zone ("2026-11-29T06:00:05.120Z", what `toISOString()` writes):

@@ -21,7 +21,7 @@ import { setMaxListeners } from "node:events";
 import { DEFAULTS, type EndpointName } from "../core/defaults.js";
 import { ApiError } from "../core/errors.js";
 import { actionFor, backoffMs, INVALID_RESPONSE_RETRIES } from "./retry-policy.js";
-import { retryAfterBeyondCap, retryAfterMs, retryAfterNamesNoWait } from "./retry-after.js";
+import { retryAfterBeyondCap, retryAfterIsHttpDate, retryAfterMs, retryAfterNamesNoWait } from "./retry-after.js";
 import { ServerClock } from "./server-clock.js";
 import { carryAtRate, RateControl, type LearnedQuota, type QuotaLesson, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
@@ -548,7 +548,7 @@ export class RequestScheduler {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });
         throw err;
       }
-      const newEpisode = this.throttled(sentAt, now, ra);
+      const newEpisode = this.throttled(sentAt, now, ra, retryAfterIsHttpDate(raHeader));
       waitMs = ra ?? (newEpisode ? this.noRetryAfterWait() : Math.max(0, this.pausedUntilMs - now));
       scope = "all";
     } else {
@@ -638,7 +638,7 @@ export class RequestScheduler {
   }
 
   /** A 429: true when it begins a new episode (it was sent after the last episode began). */
-  private throttled(sentAt: number, now: number, waitMs: number | null): boolean {
+  private throttled(sentAt: number, now: number, waitMs: number | null, namedAsDate = false): boolean {
     this.concurrency.answer(sentAt, now);
     if (sentAt <= this.episodeAt) return false;
     this.episodeAt = now;
@@ -647,7 +647,7 @@ export class RequestScheduler {
     // and the burst over the few milliseconds it took would read as a rate the quota never had.
     this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
     const before = this.control.current;
-    this.control.throttled(sentAt, now, this.episodeAccepted, waitMs);
+    this.control.throttled(sentAt, now, this.episodeAccepted, waitMs, namedAsDate);
     this.rateChanged(before, now);
     this.pacer?.empty(now);
     // The bucket is empty now: what the pause refills is the pacer's to count, at its rate.

@@ -408,6 +408,17 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     }
   });
 
+  it("a log of the last few seconds naming its free slot as an HTTP-date is waited out at its length, not a second more: 30 per 3 s and 60 per 2 s each seed within 1.15x (1.33x and 1.50x waited out at the 4 s and 3 s between the whole seconds its dates named), 429s under 2%", async () => {
+    for (const [n, s] of [
+      [30, 3],
+      [60, 2],
+    ] as const) {
+      const shape: QuotaShape = { name: `sliding ${n}/${s} s date`, kind: "sliding", rate: n, burst: s, retryAfter: "date", requests: (n / s) * 30 };
+      const runs = await expectEachSeedWithin(shape, 1.15);
+      for (const r of runs) expect(r.throttled / r.requests, shape.name).toBeLessThan(0.02);
+    }
+  });
+
   it("a window whose 429s name no wait is found by its refusal of seconds after many passed: each allowance goes out at once as its window opens, within 1.2x the least time and 429s under 2% (read as a token bucket: 200 per 2 s 2.18x, 2,400 per minute not done in an hour)", async () => {
     // 400 per 10 s: 429s at 3.1% when the next opening was polled for from the allowance's end, not from past the first refusal's length.
     const tenSeconds: QuotaShape = { name: "window 400/10 s no RA", kind: "window", rate: 400, burst: 10, retryAfter: "none", requests: 1200 };

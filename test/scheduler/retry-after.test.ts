@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { retryAfterMs, retryAfterNamesNoWait } from "../../src/scheduler/retry-after.js";
+import { retryAfterIsHttpDate, retryAfterMs, retryAfterNamesNoWait } from "../../src/scheduler/retry-after.js";
 
 describe("retryAfterMs", () => {
   const now = Date.UTC(2026, 10, 25, 6, 0, 0, 300);
@@ -65,5 +65,17 @@ describe("retryAfterNamesNoWait", () => {
     expect(retryAfterNamesNoWait("", now)).toBe(false);
     expect(retryAfterNamesNoWait("-1", now)).toBe(false);
     expect(retryAfterNamesNoWait(null, now)).toBe(false);
+  });
+});
+
+describe("retryAfterIsHttpDate", () => {
+  it("is true for the RFC's date forms (whole seconds), false for delta-seconds, ISO 8601 moments, garbage and none", () => {
+    expect(retryAfterIsHttpDate("Wed, 25 Nov 2026 06:00:01 GMT")).toBe(true);
+    expect(retryAfterIsHttpDate("Wednesday, 25-Nov-26 06:00:01 GMT")).toBe(true);
+    expect(retryAfterIsHttpDate("Wed Nov 25 06:00:01 2026")).toBe(true);
+    expect(retryAfterIsHttpDate("2")).toBe(false);
+    expect(retryAfterIsHttpDate("2026-11-25T06:00:01.250Z")).toBe(false);
+    expect(retryAfterIsHttpDate("Wed, 99 Foo 2026 99:99:99 GMT")).toBe(false);
+    expect(retryAfterIsHttpDate(null)).toBe(false);
   });
 });
