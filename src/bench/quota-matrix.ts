@@ -116,6 +116,14 @@ export const QUOTA_CELLS: QuotaCell[] = [
     seed: 126,
     quota: { kind: "sliding-window", requests: 250, windowSeconds: 5 },
   },
+  {
+    name: "sliding-60-per-3s-date",
+    about:
+      "sliding window: at most 60 requests in any 3 s, Retry-After as an HTTP-date rounded up to its second (a log that admitted its allowance just after a whole second names the whole second after its slots free)",
+    skus: 300,
+    seed: 143,
+    quota: { kind: "sliding-window", requests: 60, windowSeconds: 3, retryAfter: "date" },
+  },
   { name: "bucket-30-no-retry-after", about: "token bucket 30 req/s, burst 5, 429 without Retry-After", skus: 400, seed: 117, quota: { requestsPerSecond: 30, burst: 5, retryAfter: "none" } },
   { name: "bucket-50-date-retry-after", about: "token bucket 50 req/s, burst 5, Retry-After as HTTP-date", skus: 600, seed: 118, quota: { requestsPerSecond: 50, burst: 5, retryAfter: "date" } },
   {
