@@ -261,7 +261,7 @@ const POLL_SHARE = 0.2;
  * their ends were within milliseconds of the log's, and the trial cost a fixed 3-s window 1.03x -> 1.08x.
  */
 const WINDOW_LENGTH_TRIAL_MARGIN_MS = 150;
-/** ...a second: the grain of a wait in whole seconds. */
+/** ...a second: the grain of an HTTP-date. */
 const WINDOW_LENGTH_GRAIN_MS = 1_000;
 /**
  * A shorter refusal (from WINDOW_POLLED_MIN_MS) is a window's too when a token bucket would need a
