@@ -60,6 +60,21 @@ const STALE_HOLD_MAX_RATE = 1.5;
 /** ...quiet this long (ms) under such bounds before the first look; each look doubles it. */
 const STALE_HOLD_QUIET_MS = 10_000;
 /**
+ * Held at bounds of any rate, quiet this long (ms) since the last 429, the run looks above them once (lookAboveHold),
+ * as a run started from an earlier run's bounds does (lookAbove): a quota that rose during the run (a plan raised,
+ * another client of the workspace gone) is found, where before nothing looked (harness, 40/s burst 10 raised to 80/s
+ * burst 20 8 s in, 4,000 requests: 97.4 s without the look, 70.0 s with it; 20/s burst 5 to 60/s burst 20: 146 s,
+ * 78 s), and so are bounds a quota's first seconds misled (a counter of 10 per second over 60 s: 1.34x, 1.23x). A
+ * quota that did not rise costs the look one pause (40/s burst 10 over 75 s: 1.055x, 1.065x); each look makes the
+ * next wait HOLD_LOOK_BACKOFF times as long, and none is made unless its pause is at most HOLD_LOOK_PAUSE_SHARE of
+ * the work left (a look is a guess; the bench's runs of 20-35 s never make one). Tried first before the contested
+ * replay's floor (RELEARN_REPLAY_MIN_SHARE), it made a shared bucket collapse more often; with it, 40/s burst 4 with
+ * another client at 15/s, seeds 1-40: geometric mean 1.842x without the look, 1.796x with it, worst 3.43x, 2.57x.
+ */
+const HOLD_LOOK_QUIET_MS = 10_000;
+const HOLD_LOOK_BACKOFF = 4;
+const HOLD_LOOK_PAUSE_SHARE = 0.02;
+/**
  * A run's bounds are kept for the next run (lesson) only within this span (high ÷ low): a run that found
  * the quota ends within a few percent (40/s burst 10: [39.2, 41.0]; 100/s of one token spaced from answers:
  * [103, 114]), a slow one within a third (2/s burst 2, 58 requests: [1.7, 2.3], whose next runs then draw no
@@ -522,6 +537,9 @@ export class RateControl {
   /** When the last 429 came (throttled), and how long bounds under STALE_HOLD_MAX_RATE wait quiet before the run looks above them (staleHold). */
   private lastThrottledAt = -Infinity;
   private staleHoldQuietMs = STALE_HOLD_QUIET_MS;
+  /** How long a hold at bounds of any rate waits quiet before it looks above them (lookAboveHold), and the bounds and rate it looked from while it looks. */
+  private holdLookQuietMs = HOLD_LOOK_QUIET_MS;
+  private holdLook: { low: number; high: number; rate: number; phase: RatePhase } | null = null;
   /** The rates requests went out at since the current segment began: [first send at it, rate], oldest first. */
   private sentRates: Array<[number, number | null]> = [];
   /**
@@ -882,6 +900,7 @@ export class RateControl {
       return;
     }
     const drewIt = this.rateThatDrew(sentAt, rate);
+    if (this.holdLook) return this.holdLookRefused(now);
     // The bucket's bounds refuted (a 429 at what they took as within the quota), or N per second above them: try N per second.
     if (this.holdPerSecond(drewIt <= this.low * (1 + HOLD_MARGIN), now)) return;
     if (started && drewIt <= this.low * (1 + HOLD_MARGIN) && this.startExcused()) return;
@@ -1314,6 +1333,7 @@ export class RateControl {
     if (this.setting.phase === "probe") {
       if (this.low < this.priorHigh) return;
       this.started = false;
+      this.holdLook = null;
       return this.setRate(Math.max(MIN_RATE, this.low), "ramp", now);
     }
     if (this.lookAboveWorthAPause()) this.setRate(top, "probe", now);
@@ -1332,7 +1352,8 @@ export class RateControl {
    * the ramp goes on. True when it looked.
    */
   private staleHold(now: number): boolean {
-    if (this.high > STALE_HOLD_MAX_RATE || this.unnamed || this.started) return false;
+    if (this.unnamed || this.started) return false;
+    if (this.high > STALE_HOLD_MAX_RATE) return this.lookAboveHold(now);
     if (now - this.lastThrottledAt < this.staleHoldQuietMs) return false;
     this.staleHoldQuietMs *= 2;
     this.priorHigh = this.high;
@@ -1343,17 +1364,53 @@ export class RateControl {
   }
 
   /**
+   * Held at bounds of any rate (or probing at one rate), quiet for holdLookQuietMs since the last 429 and the last change of rate, and the work left worth it
+   * (HOLD_LOOK_PAUSE_SHARE): look once above the bounds' top, with those bounds kept (priorHigh), as lookAbove does
+   * for a run started from an earlier run's. Not under N per second (its own look, keepPerSecondHold), nor on a
+   * quota that refused a rate it had passed or a bucket of one token (their 429s at the top say other things). True when it looked.
+   */
+  private lookAboveHold(now: number): boolean {
+    if ((this.setting.phase !== "hold" && this.setting.phase !== "probe") || this.perSecondAllowance !== null || this.oneToken || !Number.isFinite(this.high)) return false;
+    // A quota that refused rates it had passed is shared or moving: the contested mode's quiet rises look for it (40/s burst 4 with another client at 15/s: 2.18 -> 2.23x looking).
+    if (this.contested !== null || this.relearned || !this.evidenceTrusted) return false;
+    // Quiet, and at one rate: a probe that quiet verdicts still move is finding the quota (100/s burst 20 100 ms away, looked at 10 s: 1.065x -> 1.10x).
+    const since = Math.max(this.lastThrottledAt, this.grownAt);
+    if (now - since < this.holdLookQuietMs || !this.lookAboveWorthAPause(HOLD_LOOK_PAUSE_SHARE)) return false;
+    this.holdLookQuietMs *= HOLD_LOOK_BACKOFF;
+    this.holdLook = { low: this.low, high: this.high, rate: this.setting.rate ?? this.holdRate(this.low), phase: this.setting.phase };
+    this.priorHigh = this.high;
+    this.high = Infinity;
+    this.started = true;
+    // At the top's LOOK_ABOVE from a probe as from a hold: lookAbove takes it from there (a ramp once counts prove the top).
+    this.setRate(this.priorHigh * LOOK_ABOVE, "probe", now);
+    return true;
+  }
+
+  /**
+   * The look above a hold (lookAboveHold) drew its 429: the quota has not risen. Back to the bounds and the rate it
+   * looked from, and nothing else read into the 429 (probed again from it, each look cost two more 429s: 100/s
+   * burst 20 100 ms away over 60 s went 1.065x -> 1.10x).
+   */
+  private holdLookRefused(now: number): void {
+    const { low, high, rate, phase } = this.holdLook!;
+    this.holdLook = null;
+    this.low = Math.min(Math.max(low, this.low), high);
+    this.high = high;
+    this.setRate(rate, phase, now);
+  }
+
+  /**
    * Looking above costs a pause when the quota has not risen, which is the likely case, and gains only when
    * it has: not probeWorthAPause's even odds over the bounds. Worth it once the caller has said how much work
    * is left and the pause is at most LOOK_ABOVE_PAUSE_SHARE of it. A 5 req/s bucket of one token, 13 requests
    * to go, looked by the even odds and drew a 429 in every incremental run. (Nor "free" while the bucket's
    * least burst outlasts the look: the pacer spends that burst as the run starts, and 200/s burst 20 drew its 429.)
    */
-  private lookAboveWorthAPause(): boolean {
+  private lookAboveWorthAPause(share = LOOK_ABOVE_PAUSE_SHARE): boolean {
     if (this.remaining === null) return false;
     const horizonS = this.remaining / this.low;
     const pauseS = Math.max(MIN_PAUSE_COST_MS, this.lastPauseMs - (this.burstLow / this.low) * 1000) / 1000;
-    return pauseS <= LOOK_ABOVE_PAUSE_SHARE * horizonS;
+    return pauseS <= share * horizonS;
   }
 
   /** The ramp's next rate after `rate`: doubling, but far from the server only up to the first segment's rate and slower from there (RAMP_FACTOR_ABOVE_FIRST). */
