@@ -36,6 +36,12 @@ function ratesAfter(r: ShapeResult, atS: number): number[] {
   return r.events.flatMap(({ atS: t, e }) => (e.type === "rate" && e.requestsPerSecond !== null && t >= atS ? [e.requestsPerSecond] : []));
 }
 
+/** The rate in force just before `atS` seconds into a run: the last one set before then (0 while unpaced from the start). */
+function rateInForceAt(r: ShapeResult, atS: number): number {
+  const set = r.events.flatMap(({ atS: t, e }) => (e.type === "rate" && e.requestsPerSecond !== null && t < atS ? [e.requestsPerSecond] : []));
+  return set.at(-1) ?? 0;
+}
+
 describe("the scheduler against each quota shape (virtual time)", () => {
   // A pool writes a request turns after its grant, and asks the write gate then (transport.ts). The gate holds
   // writes back for a pause an answer began, not for the scheduler's own pause to a window's next opening,
@@ -423,9 +429,11 @@ describe("the scheduler against each quota shape (virtual time)", () => {
       const r = await runShape(shape, { seed, timerLateMs: 1, coldStart: { requests: 3, gapMs: 20 } });
       expect(r.violations, `seed ${seed}`).toBe(0);
       expect(r.wallS, `seed ${seed}`).toBeLessThan(75);
-      const rates = r.events.flatMap(({ atS, e }) => (e.type === "rate" && e.requestsPerSecond !== null ? [{ atS, rate: e.requestsPerSecond }] : []));
-      const inForceAt50 = rates.filter((x) => x.atS <= 50).at(-1)?.rate ?? 0;
-      expect(inForceAt50, `seed ${seed}: the rate in force at 50 s`).toBeGreaterThan(60);
+      // The look: a probe above the hold with nothing bounding it from above (lookAboveHold), after the change and before the rate went over 50.
+      const firstOver50 = r.events.find(({ atS, e }) => e.type === "rate" && atS > 8 && (e.requestsPerSecond ?? 0) > 50)?.atS ?? Infinity;
+      const looks = r.events.filter(({ atS, e }) => e.type === "rate" && e.phase === "probe" && e.fitHigh === null && atS > 8 && atS < firstOver50);
+      expect(looks.length, `seed ${seed}: a look above the hold after the change`).toBeGreaterThan(0);
+      expect(rateInForceAt(r, 50), `seed ${seed}: the rate in force at 50 s`).toBeGreaterThan(60);
       for (const later of ratesAfter(r, 50)) expect(later, `seed ${seed}`).toBeGreaterThan(60);
     }
   });
@@ -531,9 +539,7 @@ describe("the scheduler against each quota shape (virtual time)", () => {
       expect(holds.length, `seed ${seed}: held under 20 per second first`).toBeGreaterThan(0);
       const looks = r.events.filter(({ atS, e }) => e.type === "rate" && e.phase === "probe" && e.requestsPerSecond === 25 && atS > 8);
       expect(looks.length, `seed ${seed}: a look at 1.25 x 20 after the change`).toBeGreaterThan(0);
-      const before40 = ratesAfter(r, 0).length - ratesAfter(r, 40).length;
-      const late = ratesAfter(r, 0).slice(before40 - 1);
-      for (const rate of late) {
+      for (const rate of [rateInForceAt(r, 40), ...ratesAfter(r, 40)]) {
         expect(rate, `seed ${seed}`).toBeGreaterThan(55);
         expect(rate, `seed ${seed}`).toBeLessThanOrEqual(60);
       }
