@@ -8,20 +8,10 @@
  */
 import { writeFileSync } from "node:fs";
 import { test } from "vitest";
+import { mulberry32 } from "../../src/simulator/prng.js";
 import { QUOTA_MATRIX, type QuotaShape, type RetryAfterForm, runShape } from "../scheduler/quota-harness.js";
 
 const FORMS: RetryAfterForm[] = ["seconds", "seconds", "date", "date-floor", "seconds-floor", "none"];
-
-/** A seeded generator in [0, 1). */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x9e3779b9) >>> 0;
-    let t = Math.imul(s ^ (s >>> 16), 0x85ebca6b);
-    t = Math.imul(t ^ (t >>> 13), 0xc2b2ae35);
-    return ((t ^ (t >>> 16)) >>> 0) / 4294967296;
-  };
-}
 
 function pick<T>(r: () => number, xs: readonly T[]): T {
   return xs[Math.floor(r() * xs.length)]!;
@@ -29,7 +19,7 @@ function pick<T>(r: () => number, xs: readonly T[]): T {
 
 /** Shape `i` of the random sweep: a bucket, fixed window or sliding log, 2-200 req/s, 2-200 ms away, about 30 s of least time. */
 function randomShape(i: number): QuotaShape {
-  const r = random(9000 + i);
+  const r = mulberry32(9000 + i);
   const kind = pick(r, ["bucket", "bucket", "bucket", "window", "sliding"] as const);
   const retryAfter = pick(r, FORMS);
   const latencyMs = pick(r, [2, 2, 20, 50, 100, 200]);
