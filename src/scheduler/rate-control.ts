@@ -1371,7 +1371,7 @@ export class RateControl {
    */
   private lookAboveHold(now: number): boolean {
     if ((this.setting.phase !== "hold" && this.setting.phase !== "probe") || this.perSecondAllowance !== null || this.oneToken || !Number.isFinite(this.high)) return false;
-    // A quota that refused rates it had passed is shared or moving: the contested mode's quiet rises look for it (40/s burst 4 with another client at 15/s: 2.18 -> 2.23x looking).
+    // A quota that refused rates it had passed is shared or moving: the contested mode's quiet rises look for it. A look made before such a 429 still costs a shared quota a little (40/s burst 4 with another client at 15/s, seed 2: 2.180 -> 2.234x).
     if (this.contested !== null || this.relearned || !this.evidenceTrusted) return false;
     // Quiet, and at one rate: a probe that quiet verdicts still move is finding the quota (100/s burst 20 100 ms away, looked at 10 s: 1.065x -> 1.10x).
     const since = Math.max(this.lastThrottledAt, this.grownAt);
