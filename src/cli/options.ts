@@ -120,6 +120,12 @@ export const COMMANDS: CommandDef[] = [
       { name: "preauth-rps", type: "string", arg: "N", help: "a limit before authentication too: a token bucket of N requests/s in front of the key check and the quota (default: none)" },
       { name: "preauth-burst", type: "string", arg: "N", help: "its burst size (default: N)" },
       { name: "preauth-retry-after", type: "string", arg: "FORM", help: "how its 429s name their wait: seconds (default), seconds-floor, seconds-round, date, date-floor, date-iso or none" },
+      {
+        name: "max-in-flight",
+        type: "string",
+        arg: "N",
+        help: "a limit on concurrency, not rate: at most N requests being answered at once (from the quota's decision to the response's end, latency included); one more is a 429 naming 1 s (default: none)",
+      },
       { name: "latency-ms", type: "string", arg: "MS", help: "delay every API response by MS after the quota's decision (default 0)" },
       { name: "latency-jitter-ms", type: "string", arg: "MS", help: "vary that delay uniformly by ± MS, seeded (default 0)" },
       {

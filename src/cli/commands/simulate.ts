@@ -47,6 +47,8 @@ function applyQuotaShape(opts: SimulatorOptions, v: CliValues): void {
     opts.quota = { ...opts.quota, otherClientRps: other };
   }
   applyPreAuthLimit(opts, v);
+  const maxInFlight = int(v["max-in-flight"], "max-in-flight", 1);
+  if (maxInFlight !== undefined) opts.concurrencyLimit = { maxInFlight };
   const latency = int(v["latency-ms"], "latency-ms");
   if (latency !== undefined) opts.latencyMs = latency;
   const jitter = int(v["latency-jitter-ms"], "latency-jitter-ms");
