@@ -26,6 +26,7 @@ import { ServerClock } from "./server-clock.js";
 import { carryAtRate, RateControl, type LearnedQuota, type QuotaLesson, type RatePhase, type RateSetting } from "./rate-control.js";
 import { Pacer } from "./pacer.js";
 import { ConcurrencyLimit, UNPACED_RPS } from "./concurrency.js";
+import { InFlightEvidence, type InFlightVerdict } from "./in-flight-evidence.js";
 
 export interface Clock {
   now(): number;
@@ -162,6 +163,8 @@ export type SchedulerEvent =
       fitHigh: number | null;
       /** Requests allowed in flight. */
       inFlightLimit: number;
+      /** A limit on requests in flight is in force: 429s came only with inFlightLimit or more of ours in flight, so it is sent unpaced up to it (in-flight-evidence.ts). */
+      inFlightFound?: boolean;
     };
 
 /** What held a run's sending back by its own counts, not the server's (sync/ceiling-hint.ts words it). */
@@ -262,6 +265,12 @@ const UNREACHABLE_FAILURES = 3;
 const CONNECT_FAILURE_CODES = new Set(["ECONNREFUSED", "ENOTFOUND", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT", "ECONNRESET"]);
 /** The rate the server accepted is counted over this window before a 429 (where a ramp starts). */
 const ACCEPTED_WINDOW_MS = 1_000;
+/** Requests sent within this of one another (a wave granted in one turn) may reach the server in any order (sentTogetherAfter). */
+const SENT_TOGETHER_MS = 2;
+/** The rate phases in which a limit on in flight may be found (inFlightAnswered). */
+const IN_FLIGHT_EVIDENCE_PHASES: ReadonlySet<RatePhase> = new Set(["probe", "hold", "contested"]);
+/** Send times kept for that (a wave is at most `concurrency` requests). */
+const RECENT_SENDS_KEPT = 512;
 /**
  * An answer this many token intervals later than the median round trip (and later than the usual spread
  * under it) was held by the server before its decision (decidedLate): a stall of the server's process
@@ -312,6 +321,15 @@ export class RequestScheduler {
   private answerPausedUntilMs = 0;
   private readonly control: RateControl;
   private readonly concurrency: ConcurrencyLimit;
+  /** Requests sent whose answer's status has not come yet (the `k` each request goes with: in-flight-evidence.ts). */
+  private awaitingStatus = 0;
+  /** Send times of the latest requests (noteSend), the first being send number recentSendsBase. */
+  private readonly recentSends: number[] = [];
+  private recentSendsBase = 0;
+  /** A server limit on requests in flight, not on rate, as the answers show it (in-flight-evidence.ts). */
+  private readonly inFlightEvidence = new InFlightEvidence();
+  /** The index of the first send under the limit on in flight found (noteSend). */
+  private inFlightFoundAtSend = Infinity;
   private pacer: Pacer | null = null;
   /** When the current 429 episode began (its first 429 was read). */
   private episodeAt = -Infinity;
@@ -385,6 +403,8 @@ export class RequestScheduler {
   }
   /** Requests allowed in flight now. */
   get inFlightLimit(): number {
+    const found = this.inFlightEvidence.limit;
+    if (found !== null) return Math.min(found, this.opts.concurrency);
     if (this.control.spacedFromAnswer) return 1;
     return this.concurrency.limit(this.currentRate);
   }
@@ -442,7 +462,9 @@ export class RequestScheduler {
       let slot = true;
       let held = false;
       let unsent = false;
+      const awaiting = this.awaitStatus(sentAt);
       const onStatus: StatusListener = (status, serverDate = null) => {
+        awaiting.seen();
         this.serverClock.observe(serverDate, sentAt, this.clock.now());
         if (held || (status !== 429 && status !== 503)) return;
         held = true;
@@ -450,21 +472,25 @@ export class RequestScheduler {
       };
       try {
         const result = await attempt(onStatus, this.mayWrite);
+        awaiting.seen();
         this.control.settled(sentAt);
+        this.inFlightAnswered(awaiting.others, awaiting.index, true);
         this.reached();
         this.answered(sentAt, true);
         this.countStatus("2xx");
         return result;
       } catch (err) {
+        awaiting.seen();
         this.control.settled(sentAt);
         if (!(err instanceof ApiError) || signal.aborted) throw err;
+        const refutedInFlight = err.status === 429 && this.inFlightAnswered(awaiting.others + this.sentTogetherAfter(awaiting.index, sentAt), awaiting.index, false) === "refuted";
         if (err.kind === "not-sent") {
           unsent = true;
           this.heldAtWrite(endpoint);
           tries.all--;
           continue;
         }
-        const waitMs = this.afterFailure(endpoint, err, sentAt, tries);
+        const waitMs = this.afterFailure(endpoint, err, sentAt, tries, refutedInFlight);
         if (waitMs.scope === "all") {
           if (err.status === 503) this.unavailablePauseMs = Math.max(this.unavailablePauseMs, waitMs.ms);
           this.control.pausing(waitMs.ms);
@@ -490,6 +516,7 @@ export class RequestScheduler {
           }
         }
       } finally {
+        awaiting.seen();
         if (slot) {
           this.inFlight--;
           if (!unsent) this.lastAnswerAt = this.clock.now();
@@ -498,6 +525,70 @@ export class RequestScheduler {
         this.pump();
       }
     }
+  }
+
+  /**
+   * An answer for the in-flight evidence: a request sent with `others` of ours awaiting their status `passed`, or was
+   * refused (429). A limit on in flight found becomes the ceiling, sent unpaced; refuted, the rate control's pacing
+   * comes back. Found only while the rate control probes or holds: a ramp's 429s fall at its most in flight, and a
+   * limit found there would be tested against a rate the control has not bounded yet. Not in a window (its 429s
+   * fall at its end, whatever is in flight).
+   */
+  private inFlightAnswered(others: number, sendIndex: number, passed: boolean): InFlightVerdict {
+    if (this.opts.adaptive === false || this.control.current.phase === "window") return null;
+    const mayFind = IN_FLIGHT_EVIDENCE_PHASES.has(this.control.current.phase);
+    const verdict = passed ? this.inFlightEvidence.passed(others, mayFind) : this.inFlightEvidence.refused(others, mayFind, sendIndex >= this.inFlightFoundAtSend);
+    if (verdict === null) return null;
+    // Requests sent from now on go under the limit found (noteSend's next index).
+    if (verdict === "found") this.inFlightFoundAtSend = this.recentSendsBase + this.recentSends.length;
+    const now = this.clock.now();
+    this.applyRate(now);
+    const b = this.control.bounds;
+    this.emit({
+      type: "rate",
+      requestsPerSecond: this.currentRate,
+      phase: this.control.current.phase,
+      fitLow: b.low,
+      fitHigh: Number.isFinite(b.high) ? b.high : null,
+      inFlightLimit: this.inFlightLimit,
+      ...(verdict === "found" ? { inFlightFound: true } : {}),
+    });
+    return verdict;
+  }
+
+  /**
+   * A request sent at `sentAt` awaits its answer's status: how many of ours did when it went (`others`, the in-flight
+   * evidence's `k`), its send's index (noteSend), and `seen`, called when the status came (or the attempt ended without one).
+   */
+  private awaitStatus(sentAt: number): { others: number; index: number; seen: () => void } {
+    const others = this.awaitingStatus++;
+    let seen = false;
+    const done = () => {
+      if (seen) return;
+      seen = true;
+      this.awaitingStatus--;
+    };
+    return { others, index: this.noteSend(sentAt), seen: done };
+  }
+
+  /** Remember a send's time (sentTogetherAfter); its index. */
+  private noteSend(at: number): number {
+    if (this.recentSends.length >= RECENT_SENDS_KEPT) {
+      this.recentSendsBase += this.recentSends.length / 2;
+      this.recentSends.splice(0, this.recentSends.length / 2);
+    }
+    this.recentSends.push(at);
+    return this.recentSendsBase + this.recentSends.length - 1;
+  }
+
+  /**
+   * Sends after send `index` (at `at`) and within SENT_TOGETHER_MS of it: sent in one wave, they reach the server in
+   * any order, and each may have been served before it (a refusal's `k` for the in-flight evidence counts them).
+   */
+  private sentTogetherAfter(index: number, at: number): number {
+    let n = 0;
+    for (let i = Math.max(0, index + 1 - this.recentSendsBase); i < this.recentSends.length && this.recentSends[i]! <= at + SENT_TOGETHER_MS; i++) n++;
+    return n;
   }
 
   /** A granted request that was not written (mayWrite): not a request sent, nor one the window's allowance or the rate counts. */
@@ -509,7 +600,13 @@ export class RequestScheduler {
   }
 
   /** Classify a failed attempt: throw when it is final, else say how long to wait and who waits. */
-  private afterFailure(endpoint: EndpointName, err: ApiError, sentAt: number, tries: { all: number; bounded: number; rateLimited: number }): { ms: number; scope: "all" | "one" } {
+  private afterFailure(
+    endpoint: EndpointName,
+    err: ApiError,
+    sentAt: number,
+    tries: { all: number; bounded: number; rateLimited: number },
+    refutedInFlight = false,
+  ): { ms: number; scope: "all" | "one" } {
     this.countStatus(err.status == null ? err.kind : String(err.status));
     const now = this.clock.now();
     if (err.status !== null) this.reached();
@@ -548,7 +645,7 @@ export class RequestScheduler {
         this.emit({ type: "failure", endpoint, status: err.status, message: `gave up after ${tries.rateLimited} rate-limited attempts`, attempts: tries.all });
         throw err;
       }
-      const newEpisode = this.throttled(sentAt, now, ra, retryAfterIsHttpDate(raHeader));
+      const newEpisode = this.throttled(sentAt, now, ra, retryAfterIsHttpDate(raHeader), !refutedInFlight);
       waitMs = ra ?? (newEpisode ? this.noRetryAfterWait() : Math.max(0, this.pausedUntilMs - now));
       scope = "all";
     } else {
@@ -638,17 +735,20 @@ export class RequestScheduler {
   }
 
   /** A 429: true when it begins a new episode (it was sent after the last episode began). */
-  private throttled(sentAt: number, now: number, waitMs: number | null, namedAsDate = false): boolean {
+  private throttled(sentAt: number, now: number, waitMs: number | null, namedAsDate = false, toControl = true): boolean {
     this.concurrency.answer(sentAt, now);
     if (sentAt <= this.episodeAt) return false;
     this.episodeAt = now;
     if (this.opts.adaptive === false) return true;
-    // Over a whole second even at the start: the first 429 comes right after the bucket's burst,
-    // and the burst over the few milliseconds it took would read as a rate the quota never had.
-    this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
-    const before = this.control.current;
-    this.control.throttled(sentAt, now, this.episodeAccepted, waitMs, namedAsDate);
-    this.rateChanged(before, now);
+    // A 429 that refuted a limit on in flight came at a rate the rate control never set: it goes on from where it was.
+    if (toControl) {
+      // Over a whole second even at the start: the first 429 comes right after the bucket's burst,
+      // and the burst over the few milliseconds it took would read as a rate the quota never had.
+      this.episodeAccepted = this.passTimes.filter((t) => t >= now - ACCEPTED_WINDOW_MS).length / (ACCEPTED_WINDOW_MS / 1000);
+      const before = this.control.current;
+      this.control.throttled(sentAt, now, this.episodeAccepted, waitMs, namedAsDate);
+      this.rateChanged(before, now);
+    }
     this.pacer?.empty(now);
     // The bucket is empty now: what the pause refills is the pacer's to count, at its rate.
     this.unavailablePauseMs = 0;
@@ -707,6 +807,7 @@ export class RequestScheduler {
       fitLow: b.low,
       fitHigh: Number.isFinite(b.high) ? b.high : null,
       inFlightLimit: this.inFlightLimit,
+      ...(this.inFlightEvidence.limit !== null ? { inFlightFound: true } : {}),
     });
   }
 
@@ -714,12 +815,14 @@ export class RequestScheduler {
   private applyRate(now: number): void {
     const adaptive = this.control.current;
     const ceiling = this.opts.requestsPerSecond;
-    const rate = Math.min(adaptive.rate ?? Infinity, ceiling ?? Infinity);
+    // Under a limit on requests in flight found (in-flight-evidence.ts) the ceiling on in flight paces, not a rate.
+    const adaptiveRate = this.inFlightEvidence.limit !== null ? null : adaptive.rate;
+    const rate = Math.min(adaptiveRate ?? Infinity, ceiling ?? Infinity);
     if (!Number.isFinite(rate)) {
       this.pacer = null;
       return;
     }
-    const own = adaptive.rate !== null && adaptive.rate <= rate;
+    const own = adaptiveRate !== null && adaptiveRate <= rate;
     const burst = own ? adaptive.burst : 1;
     const carry = own ? adaptive.carry : carryAtRate(rate);
     if (this.pacer) this.pacer.configure(rate, burst, now, carry);

@@ -95,6 +95,12 @@ export interface QuotaShape {
    * others give.
    */
   random429?: number;
+  /**
+   * A limit on requests in flight before the quota (the document's limit before authentication, read as one on
+   * concurrency): at most `n` requests being served at once, each served `serviceMs` ± `jitterMs` (uniform) after
+   * its decision; one more is refused, naming 1 s in `retryAfter`'s form (default seconds).
+   */
+  maxInFlight?: { n: number; serviceMs: number; jitterMs?: number; retryAfter?: RetryAfterForm };
   /** The quota changes this many seconds into the run (a plan changed, a counter the server dropped): a fresh quota of this kind, full. */
   changeTo?: { atS: number; kind: QuotaShape["kind"]; rate: number; burst: number };
 }
@@ -121,6 +127,9 @@ export interface ShapeResult {
 function leastSeconds(shape: QuotaShape, accepted: number): number {
   // Behind a limit before authentication too: each limiter alone bounds the time, the tighter one counts.
   const pre = shape.preAuth ? Math.max(0, accepted - shape.preAuth.burst) / shape.preAuth.rate : 0;
+  // A limit on requests in flight: n served at once at most, each for the mean service time.
+  const m = shape.maxInFlight;
+  if (m) return Math.max((accepted * m.serviceMs) / 1000 / m.n, leastSeconds({ ...shape, maxInFlight: undefined }, accepted));
   if (pre > 0) return Math.max(pre, leastSeconds({ ...shape, preAuth: undefined }, accepted));
   // With another client on the bucket, what is left of its rate is ours.
   if (shape.kind === "bucket") return Math.max(0, accepted - (shape.startTokens ?? shape.burst)) / (shape.rate - (shape.otherClientRps ?? 0));
@@ -150,6 +159,8 @@ class ModelServer {
   private preLast: number;
   /** When the other client's next request arrives (otherClientRps). */
   private otherAt: number;
+  /** Requests being served now (shape.maxInFlight). */
+  private serving = 0;
   accepted = 0;
   throttled = 0;
   unavailable = 0;
@@ -204,6 +215,13 @@ class ModelServer {
     // Sent after the client read a Retry-After, and arriving before its deadline.
     if (this.deadlines.some((d) => d.readAt < sentAt && arrival < d.until)) this.violations++;
     const decision = this.decide(arrival);
+    const m = this.shape.maxInFlight;
+    if (m && decision.ok) {
+      // Served for its time, holding a place of the limit on requests in flight.
+      this.serving++;
+      await this.clock.sleep(Math.max(0, m.serviceMs + (this.random() * 2 - 1) * (m.jitterMs ?? 0)));
+      this.serving--;
+    }
     await this.clock.sleep(rtt / 2);
     if (decision.ok) return;
     const readAt = this.clock.now();
@@ -230,6 +248,11 @@ class ModelServer {
     if (this.shape.random429 && this.random() < this.shape.random429) {
       this.throttled++;
       return this.refusal(t, 1_000, this.shape.retryAfter);
+    }
+    const m = this.shape.maxInFlight;
+    if (m && this.serving >= m.n) {
+      this.throttled++;
+      return this.refusal(t, 1_000, m.retryAfter ?? "seconds");
     }
     this.changeQuota(t);
     const pre = this.preAuthWait(t);

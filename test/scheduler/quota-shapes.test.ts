@@ -575,6 +575,24 @@ describe("the scheduler against each quota shape (virtual time)", () => {
     for (const r of runs) expect(r.throttled).toBeLessThan(10);
   });
 
+  it("a limit on requests in flight, not on rate (4 served at once, each 50-150 ms), is found from where its 429s fall and sent up to unpaced: each of seeds 1-3 within 1.3x (1.70x paced at the rate its 429s suggested), the limit found once and never refuted", async () => {
+    const shape: QuotaShape = {
+      name: "4 in flight served 50-150 ms",
+      kind: "bucket",
+      rate: 100_000,
+      burst: 100_000,
+      retryAfter: "seconds",
+      requests: 1300,
+      maxInFlight: { n: 4, serviceMs: 100, jitterMs: 50 },
+    };
+    for (const r of await expectEachSeedWithin(shape, 1.3)) {
+      // Found, the limit stays: every rate event from it on is unpaced up to 4, with the limit in force.
+      const at = r.events.findIndex(({ e }) => e.type === "rate" && e.inFlightFound);
+      expect(at).toBeGreaterThan(0);
+      for (const { e } of r.events.slice(at)) if (e.type === "rate") expect([e.requestsPerSecond, e.inFlightLimit, e.inFlightFound]).toEqual([null, 4, true]);
+    }
+  });
+
   it("503 bursts do not lower the rate: it ends as high as without them", async () => {
     const base = QUOTA_MATRIX.find((s) => s.name === "bucket 60/s burst 10 503 bursts")!;
     const without = await runShape({ ...base, burst503: undefined });
