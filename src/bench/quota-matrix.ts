@@ -51,6 +51,12 @@ export interface QuotaCell {
   args?: string[];
   /** A limit before authentication in front of the quota (`simulate --preauth-rps`), set afresh with the quota. */
   preAuth?: { requestsPerSecond: number; burst: number };
+  /**
+   * A limit on requests in flight (`simulate --max-in-flight`): at most `max` being answered at once, each for
+   * `servedMs` on average (the cell's latency, spent after the decision): its least time is the accepted requests
+   * × servedMs ÷ max.
+   */
+  inFlight?: { max: number; servedMs: number };
 }
 
 /**
@@ -223,6 +229,16 @@ export const QUOTA_CELLS: QuotaCell[] = [
     args: ["--latency-ms", "30", "--latency-jitter-ms", "3"],
   },
   {
+    name: "in-flight-4-latency-100ms",
+    about:
+      "at most 4 requests answered at once (a limit on concurrency, not rate: the document's limit before authentication read so), responses 100 ± 50 ms late, one more a 429 naming 1 s; the quota a bucket that never binds",
+    skus: 600,
+    seed: 142,
+    quota: { requestsPerSecond: 1000, burst: 1000 },
+    args: ["--latency-ms", "100", "--latency-jitter-ms", "50"],
+    inFlight: { max: 4, servedMs: 100 },
+  },
+  {
     name: "window-100-per-1s",
     about: "fixed window 100 requests / 1 s (a counter per second: its 429s name 1 s, as a token bucket's do, and it admits a whole allowance at each second's start)",
     skus: 1000,
@@ -246,14 +262,16 @@ export function quotaFlags(q: QuotaOptions): string[] {
  * A cell's least time (ms): its quota's for the `accepted` requests, and behind a limit before
  * authentication the longer of that and the limit's own for the requests it let through (`passedPreAuth`).
  */
-export function cellLeastMs(cell: Pick<QuotaCell, "quota" | "preAuth">, accepted: number, passedPreAuth: number, offsetMs: number): number {
+export function cellLeastMs(cell: Pick<QuotaCell, "quota" | "preAuth" | "inFlight">, accepted: number, passedPreAuth: number, offsetMs: number): number {
   const quota = leastMs(cell.quota, accepted, offsetMs);
-  return cell.preAuth ? Math.max(quota, leastMs(cell.preAuth, passedPreAuth, 0)) : quota;
+  const served = cell.inFlight ? (accepted * cell.inFlight.servedMs) / cell.inFlight.max : 0;
+  return Math.max(served, cell.preAuth ? Math.max(quota, leastMs(cell.preAuth, passedPreAuth, 0)) : quota);
 }
 
-/** The `simulate` flags of a cell's limit before authentication (none without one). */
+/** The `simulate` flags of a cell's limits before the quota: before authentication, on requests in flight (none without). */
 function preAuthFlags(cell: QuotaCell): string[] {
-  return cell.preAuth ? ["--preauth-rps", String(cell.preAuth.requestsPerSecond), "--preauth-burst", String(cell.preAuth.burst)] : [];
+  const inFlight = cell.inFlight ? ["--max-in-flight", String(cell.inFlight.max)] : [];
+  return cell.preAuth ? ["--preauth-rps", String(cell.preAuth.requestsPerSecond), "--preauth-burst", String(cell.preAuth.burst), ...inFlight] : inFlight;
 }
 
 /** Least time (ms) the quota allows for `accepted` requests, the first `offsetMs` into the quota's first window. */
@@ -308,10 +326,10 @@ export interface CellResult {
   cycle?: { requests: number; rateLimited: number; violations: number; wallMs: number; ratio: number };
 }
 
-/** The rate a client told the quota would set (`--max-rps`): the slower of the bucket and a limit before authentication; null for a window. */
-export function knownRateOf(cell: Pick<QuotaCell, "quota" | "preAuth">): number | null {
+/** The rate a client told the quota would set (`--max-rps`): the slower of the bucket and a limit before authentication; null for a window or a limit on in flight. */
+export function knownRateOf(cell: Pick<QuotaCell, "quota" | "preAuth" | "inFlight">): number | null {
   const q = cell.quota;
-  if (q.kind === "fixed-window" || q.kind === "sliding-window") return null;
+  if (q.kind === "fixed-window" || q.kind === "sliding-window" || cell.inFlight) return null;
   return Math.min(q.requestsPerSecond, cell.preAuth?.requestsPerSecond ?? Infinity);
 }
 
@@ -396,7 +414,7 @@ async function measureSync(sim: Simulator, cell: QuotaCell, db: string, args: st
     processWallMs: Math.round(m.wallMs),
     leastMs: Math.round(least),
     ratio: least > 0 ? round(wallMs / least) : Number.NaN,
-    steadyShare: steadyShare(cell.quota, s.acceptedBySecond, wallMs),
+    steadyShare: cell.inFlight ? null : steadyShare(cell.quota, s.acceptedBySecond, wallMs),
     equalToTruth: check.equal,
     truthDifferences: check.sample,
     syncStatus: m.result.status,

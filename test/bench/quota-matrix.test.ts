@@ -40,6 +40,8 @@ describe("cellLeastMs", () => {
     // A limit of 20/s binds instead: (832 − 5) ÷ 20 = 41.35 s.
     expect(cellLeastMs({ quota: window, preAuth: { requestsPerSecond: 20, burst: 5 } }, 819, 832, 0)).toBe(41_350);
     expect(cellLeastMs({ quota: window }, 819, 832, 0)).toBe(30_000);
+    // A limit of 4 in flight, each answered in 100 ms on average, behind a bucket that never binds: 1,000 × 100 ms ÷ 4.
+    expect(cellLeastMs({ quota: { requestsPerSecond: 1000, burst: 1000 }, inFlight: { max: 4, servedMs: 100 } }, 1000, 1000, 0)).toBe(25_000);
   });
 });
 
@@ -103,6 +105,7 @@ describe("the known-rate column (--known-rate)", () => {
     expect(knownRateOf({ quota: { requestsPerSecond: 60, burst: 10 }, preAuth: { requestsPerSecond: 25, burst: 5 } })).toBe(25);
     expect(knownRateOf({ quota: { kind: "fixed-window", requests: 300, windowSeconds: 10 } })).toBeNull();
     expect(knownRateOf({ quota: { kind: "sliding-window", requests: 250, windowSeconds: 5 } })).toBeNull();
+    expect(knownRateOf({ quota: { requestsPerSecond: 1000, burst: 1000 }, inFlight: { max: 4, servedMs: 100 } })).toBeNull();
   });
   it("shows the known-rate ratio beside the cell's own, starred when that run drew a 429, and its median", () => {
     const cell = (name: string, ratio: number, known: CellResult["known"]): CellResult => ({
