@@ -3,22 +3,24 @@
  * on rate): the document's "limit applied before authentication" may be one, and a gateway's often is.
  * Such a limit refuses a request only while `n` of ours are being served, whatever the rate; the rate
  * control reads its 429s as a token bucket's and holds the rate at which in-flight peaks stay rare: 4 in
- * flight, served in 50-150 ms, allow 40 req/s one after another, and a paced run held 26 (harness and a
- * third server: 1.70-1.75x the least time).
+ * flight, served in 50-150 ms, allow 40 req/s one after another, and a paced run held 26 (the harness
+ * 1.67-1.89x the least time, a server written apart from ours 1.75x).
  *
  * Each request is counted with the number of ours awaiting an answer's status when it went (`k`; a refusal's
  * also counts the requests sent with it in one wave, which may reach the server first). A server serving at
  * most `n` refuses only requests sent with `n` or more of ours awaiting (it serves no more than we have sent),
  * so a limit on in flight shows as refusals at `k` ≥ n and none below, with many passes just below and few
  * at or above. A token bucket's 429s fall at whatever `k` the rate gives, passes beside them; its first wave
- * and a ramp draw them at their most in flight too, so a limit is only taken while the rate control probes
- * or holds (the scheduler's part). The limit found is then the ceiling on requests in flight, sent unpaced:
- * under it such a server refuses nothing, so a 429 then refutes it for the run, and the rate control, which
- * saw every 429 before (not that one: it came at a rate the control never set), takes over again.
+ * and a ramp draw them at their most in flight too, so a limit is only taken while the rate control probes,
+ * holds or is contested (`mayFind`: the scheduler's part). The limit found is then the ceiling on requests in
+ * flight, sent unpaced: under it such a server refuses nothing, so a 429 of a request sent under it refutes it
+ * for the run, and the rate control, which saw every 429 before (not that one: it came at a rate the control
+ * never set), takes over again.
  *
  * Not found: a limit whose `k` our requests on the way blur (a server 20 ms away serving in 100 ms: passes
  * at `k` ≥ n as often as refusals), nor one of 2 read first as a bucket of one token, which is sent one
- * request at a time (no pass at `k` = 1 to show the level below safe).
+ * request at a time (no pass at `k` = 1 to show the level below safe). A server that frees a place only after
+ * its answer has left can refuse at `k` = n − 1 now and then: that finds nothing, or refutes the limit found.
  */
 
 /** A limit on in flight is at least this: with one, every request is alone and the rate control's spacing from answers serves it. */

@@ -165,6 +165,8 @@ export type SchedulerEvent =
       inFlightLimit: number;
       /** A limit on requests in flight is in force: 429s came only with inFlightLimit or more of ours in flight, so it is sent unpaced up to it (in-flight-evidence.ts). */
       inFlightFound?: boolean;
+      /** The limit on requests in flight found was refuted (a 429 under it): the rate paces again, for the rest of the run. */
+      inFlightRefuted?: boolean;
     };
 
 /** What held a run's sending back by its own counts, not the server's (sync/ceiling-hint.ts words it). */
@@ -551,7 +553,7 @@ export class RequestScheduler {
       fitLow: b.low,
       fitHigh: Number.isFinite(b.high) ? b.high : null,
       inFlightLimit: this.inFlightLimit,
-      ...(verdict === "found" ? { inFlightFound: true } : {}),
+      ...(verdict === "found" ? { inFlightFound: true } : { inFlightRefuted: true }),
     });
     return verdict;
   }

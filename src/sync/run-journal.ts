@@ -56,6 +56,7 @@ function journalEntryFor(e: SchedulerEvent): JournalEntry | null {
 
 export function describeRate(e: Extract<SchedulerEvent, { type: "rate" }>): string {
   if (e.inFlightFound) return `send unpaced, up to ${e.inFlightLimit} in flight (429s came only with ${e.inFlightLimit} or more of ours in flight: a limit on requests in flight, not on rate)`;
+  if (e.inFlightRefuted) return `${describeRate({ ...e, inFlightRefuted: false })}; a 429 came under the limit on requests in flight taken: not such a limit, paced again`;
   if (e.phase === "window" && e.requestsPerSecond === null) return `send unpaced (a fixed window: each window's allowance goes out at once as it opens), up to ${e.inFlightLimit} in flight`;
   if (e.phase === "window")
     return `send ${e.requestsPerSecond!.toFixed(1)} req/s within each window (a fixed window behind a limit of about that rate: each window's allowance goes out at it), up to ${e.inFlightLimit} in flight`;

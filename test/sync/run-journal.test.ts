@@ -23,4 +23,13 @@ describe("the journal's rate line (describeRate)", () => {
       "send rate 18.2 req/s (contested: 429s at rates the quota had allowed, another client spends it or it moved; 5 % less at each 429, more after 3 s without one), up to 4 in flight",
     );
   });
+
+  it("a limit on requests in flight found, and refuted by a 429 under it", () => {
+    expect(describeRate({ ...rate(null, "hold", 25.8, 26.1), inFlightFound: true })).toBe(
+      "send unpaced, up to 4 in flight (429s came only with 4 or more of ours in flight: a limit on requests in flight, not on rate)",
+    );
+    expect(describeRate({ ...rate(25.8, "hold", 25.8, 26.1), inFlightLimit: 6, inFlightRefuted: true })).toBe(
+      "send rate 25.8 req/s (hold, quota between 25.8 and 26.1 req/s), up to 6 in flight; a 429 came under the limit on requests in flight taken: not such a limit, paced again",
+    );
+  });
 });
