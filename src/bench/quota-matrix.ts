@@ -231,7 +231,7 @@ export const QUOTA_CELLS: QuotaCell[] = [
   {
     name: "in-flight-4-latency-100ms",
     about:
-      "at most 4 requests answered at once (a limit on concurrency, not rate: the document's limit before authentication read so), responses 100 ± 50 ms late, one more a 429 naming 1 s; the quota a bucket that never binds",
+      "at most 4 requests answered at once (a limit on concurrency, not rate, as a gateway's often is; a server written apart from ours put one before authentication), responses 100 ± 50 ms late, one more a 429 naming 1 s; the quota a bucket that never binds",
     skus: 600,
     seed: 142,
     quota: { requestsPerSecond: 1000, burst: 1000 },

@@ -124,7 +124,7 @@ export const COMMANDS: CommandDef[] = [
         name: "max-in-flight",
         type: "string",
         arg: "N",
-        help: "a limit on concurrency, not rate: at most N requests being answered at once (from the quota's decision to the response's end, latency included); one more is a 429 naming 1 s (default: none)",
+        help: "a limit on concurrency, not rate: at most N requests being answered at once, counted from the quota's decision (after the key check and the quota) to the response's end, latency included; one more is a 429 naming 1 s (default: none)",
       },
       { name: "latency-ms", type: "string", arg: "MS", help: "delay every API response by MS after the quota's decision (default 0)" },
       { name: "latency-jitter-ms", type: "string", arg: "MS", help: "vary that delay uniformly by ± MS, seeded (default 0)" },

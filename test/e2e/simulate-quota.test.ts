@@ -119,6 +119,27 @@ describe("simulate --preauth-rps", () => {
   });
 });
 
+describe("simulate --max-in-flight", () => {
+  it("N = 1: of two requests sent together, one is served and the other refused 429 naming 1 s, whatever the rate", async () => {
+    // Each answer 1.5 s late, after the decision: the first request decided holds the one place all that while.
+    const base = await startSimulate(["--port", "0", "--skus", "3", "--max-in-flight", "1", "--latency-ms", "1500"]);
+    const get = async () => {
+      const r = await fetch(`${base}/v1/external/workspace`, { headers: { authorization: `Bearer ${KEY}` } });
+      await r.text();
+      return r;
+    };
+    const both = await Promise.all([get(), get()]);
+    expect(both.map((r) => r.status).sort()).toEqual([200, 429]);
+    expect(both.find((r) => r.status === 429)!.headers.get("retry-after")).toBe("1");
+  });
+
+  it("0 is a configuration error saying so", async () => {
+    const zero = await runCli(["simulate", "--port", "0", "--max-in-flight", "0"]);
+    expect(zero.code).toBe(2);
+    expect(zero.stderr).toMatch(/--max-in-flight: expected a whole number >= 1, got "0"/);
+  });
+});
+
 describe("simulate --stall-ms", () => {
   // Stalls of up to 40 ms (30 ms: the profile's) every 20 ms on average: about half of the time is a stall.
   it.each([
