@@ -157,7 +157,7 @@ describe("quota and retries", () => {
     expect(later.stats.byEndpoint.detail).toBe(80 - done);
   });
 
-  it("after thousands of 429s the process has held no more sockets than its pool", async () => {
+  it("after thousands of 429s the process has held no more sockets than its pool (the server seeing at most one more: a socket closed by us, still open on its side when the next opens)", async () => {
     // Adaptation off and a 1 ms minimum wait: this test is about sockets, so it wants many 429s fast.
     // At 85% 429s, 50 in a row for one request (the default retry.max429Retries) happens about once
     // in 3,400 requests, so the bound is raised: this test is about sockets, not the retry bound.
@@ -165,7 +165,10 @@ describe("quota and retries", () => {
     const r = await syncWith([{ kind: "429", probability: 0.85, retryAfter: "raw:0" }], { config, args: ["--concurrency", "4"] });
     expect(r.code, r.stderr).toBe(0);
     expect(r.stats.byStatus["429"]).toBeGreaterThan(1000);
-    expect(r.stats.peakConnections).toBeLessThanOrEqual(4);
+    // A request held at the write (a 429 arrived between its grant and its write) is aborted, and undici closes its
+    // socket; the server counts that socket until it reads the close, which can come after the next socket opens
+    // (peak 5 in one CI run of many). A leak of sockets, what this test is for, would count dozens.
+    expect(r.stats.peakConnections).toBeLessThanOrEqual(4 + 1);
     expect(diffAgainstTruth(r.db, sim.groundTruth())).toEqual([]);
   });
 

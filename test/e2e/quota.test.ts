@@ -97,7 +97,8 @@ describe("the quota a run learned, for the next run", () => {
     const held = /^send rate ([\d.]+) req\/s \(hold,/.exec(rates[1]!.message);
     expect(held, rates[1]!.message).not.toBeNull();
     expect(Number(held![1])).toBeGreaterThanOrEqual(kept[0]!.low * 0.98);
-    expect(Number(held![1])).toBeLessThanOrEqual(kept[0]!.low * 1.001);
+    // The line rounds the rate to 0.1 req/s: a hold at 48.951 reads "49.0" (one CI run).
+    expect(Number(held![1])).toBeLessThanOrEqual(kept[0]!.low * 1.001 + 0.05);
   });
 });
 
