@@ -269,7 +269,7 @@ export function cellLeastMs(cell: Pick<QuotaCell, "quota" | "preAuth" | "inFligh
 }
 
 /** The `simulate` flags of a cell's limits before the quota: before authentication, on requests in flight (none without). */
-function preAuthFlags(cell: QuotaCell): string[] {
+function limitFlags(cell: QuotaCell): string[] {
   const inFlight = cell.inFlight ? ["--max-in-flight", String(cell.inFlight.max)] : [];
   return cell.preAuth ? ["--preauth-rps", String(cell.preAuth.requestsPerSecond), "--preauth-burst", String(cell.preAuth.burst), ...inFlight] : inFlight;
 }
@@ -359,7 +359,7 @@ export async function runCellWithKnown(cell: QuotaCell, work: string, log: (m: s
  * from what the first learned) and an incremental `sync` after churn of CYCLE_CHURN of the SKUs (a daemon's cycle).
  */
 async function runCell(cell: QuotaCell, work: string, log: (m: string) => void, syncArgs: string[] = [], again = false): Promise<CellResult> {
-  const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...preAuthFlags(cell), ...(cell.args ?? [])] });
+  const sim = await startSimulator({ cli: true, skus: cell.skus, seed: cell.seed, args: [...quotaFlags(cell.quota), ...limitFlags(cell), ...(cell.args ?? [])] });
   try {
     const db = join(work, `quota-${cell.name}${syncArgs.length ? "-known" : ""}.db`);
     const r = await measureSync(sim, cell, db, ["--full", ...syncArgs]);

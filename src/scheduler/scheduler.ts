@@ -270,7 +270,7 @@ const ACCEPTED_WINDOW_MS = 1_000;
 /** Requests sent within this of one another (a wave granted in one turn) may reach the server in any order (sentTogetherAfter). */
 const SENT_TOGETHER_MS = 2;
 /** The rate phases in which a limit on in flight may be found (inFlightAnswered). */
-const IN_FLIGHT_EVIDENCE_PHASES: ReadonlySet<RatePhase> = new Set(["probe", "hold", "contested"]);
+const IN_FLIGHT_FINDING_PHASES: ReadonlySet<RatePhase> = new Set(["probe", "hold", "contested"]);
 /** Send times kept for that (a wave is at most `concurrency` requests). */
 const RECENT_SENDS_KEPT = 512;
 /**
@@ -538,23 +538,13 @@ export class RequestScheduler {
    */
   private inFlightAnswered(others: number, sendIndex: number, passed: boolean): InFlightVerdict {
     if (this.opts.adaptive === false || this.control.current.phase === "window") return null;
-    const mayFind = IN_FLIGHT_EVIDENCE_PHASES.has(this.control.current.phase);
+    const mayFind = IN_FLIGHT_FINDING_PHASES.has(this.control.current.phase);
     const verdict = passed ? this.inFlightEvidence.passed(others, mayFind) : this.inFlightEvidence.refused(others, mayFind, sendIndex >= this.inFlightFoundAtSend);
     if (verdict === null) return null;
     // Requests sent from now on go under the limit found (noteSend's next index).
     if (verdict === "found") this.inFlightFoundAtSend = this.recentSendsBase + this.recentSends.length;
-    const now = this.clock.now();
-    this.applyRate(now);
-    const b = this.control.bounds;
-    this.emit({
-      type: "rate",
-      requestsPerSecond: this.currentRate,
-      phase: this.control.current.phase,
-      fitLow: b.low,
-      fitHigh: Number.isFinite(b.high) ? b.high : null,
-      inFlightLimit: this.inFlightLimit,
-      ...(verdict === "found" ? { inFlightFound: true } : { inFlightRefuted: true }),
-    });
+    this.applyRate(this.clock.now());
+    this.emitRate(verdict === "refuted" ? { inFlightRefuted: true } : {});
     return verdict;
   }
 
@@ -801,15 +791,21 @@ export class RequestScheduler {
     // Unpaced or a window's, both without a rate: nothing moved (a window polled for without Retry-After sets it at each 429).
     const moved = before.phase !== after.phase || (before.rate === null ? after.rate !== null : Math.abs((after.rate ?? 0) / before.rate - 1) > 0.02);
     if (!moved) return;
+    this.emitRate();
+  }
+
+  /** The rate event for what is in force now (the pacer, the bounds, in flight, and a limit on in flight found). */
+  private emitRate(extra: { inFlightRefuted?: true } = {}): void {
     const b = this.control.bounds;
     this.emit({
       type: "rate",
       requestsPerSecond: this.currentRate,
-      phase: after.phase,
+      phase: this.control.current.phase,
       fitLow: b.low,
       fitHigh: Number.isFinite(b.high) ? b.high : null,
       inFlightLimit: this.inFlightLimit,
       ...(this.inFlightEvidence.limit !== null ? { inFlightFound: true } : {}),
+      ...extra,
     });
   }
 
